@@ -1,0 +1,17 @@
+# Rebuild the tables of five NMT papers. params.yaml is the one source of truth (shared with DVC).
+#   snakemake --cores 2 results/hao2019/table3.tsv           # local, tiny scale by default
+#   snakemake results/hao2019/table3.tsv --profile slurm     # on a Slurm cluster (./slurm -> workflows/profiles/slurm)
+#   snakemake ... --config scale=paper                       # the papers' corpora and sizes
+configfile: "params.yaml"
+
+include: "workflows/rules/common.smk"
+include: "workflows/rules/data.smk"
+include: "workflows/rules/train.smk"
+include: "workflows/rules/evaluate.smk"
+include: "workflows/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        [table.target for table in P.tables.values()],

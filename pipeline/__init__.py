@@ -1,0 +1,1 @@
+"""Rebuild the tables of five NMT papers as Snakemake/DVC targets."""

@@ -1,0 +1,308 @@
+"""params.yaml, validated and resolved for one scale into typed settings.
+
+Every error names the key (e.g. `experiments.zhen-base.model`) and what was expected.
+Any leaf may be given per scale as `{tiny: ..., paper: ...}`; resolution picks the active scale.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.errors import PipelineError
+from pipeline.models.options import OPTIONS, validate_options
+
+SCALES = ("tiny", "paper")
+RECIPE_KEYS = {
+    "lr": float, "warmup": int, "max_steps": int, "batch_tokens": int, "label_smoothing": float,
+    "adam_betas": list, "adam_eps": float, "clip_norm": float, "checkpoint_every": int,
+    "valid_every": int, "log_every": int,
+}
+RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
+DECODING_KEYS = {"beam": int, "length_penalty": float, "batch_size": int, "max_len_a": float, "max_len_b": int}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One translation direction and its preprocessing."""
+    name: str
+    src: str
+    tgt: str
+    source: str
+    max_len: int
+    bpe_merges: int
+    joint_bpe: bool
+    valid_size: int = 500
+    test_size: int = 1000
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A named architecture with its options for the active scale."""
+    name: str
+    arch: str
+    options: dict
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What a training job asks the cluster for."""
+    gpu: int
+    runtime: int
+    mem_mb: int
+    cpus: int
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Optimiser/schedule settings (pipeline.train.Recipe fields) and job resources."""
+    name: str
+    train: dict
+    resources: Resources
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One trained system: corpus + model preset + recipe (+ the system it starts from)."""
+    name: str
+    corpus: str
+    model: str
+    recipe: str
+    init: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """Which experiment fills which cell of a paper's table."""
+    name: str
+    paper: str
+    number: int
+    cells: dict
+    baselines: dict
+
+    @property
+    def target(self) -> str:
+        return f"results/{self.paper}/table{self.number}.tsv"
+
+    def experiments(self) -> list[str]:
+        return sorted({exp for row in self.cells.values() for exp in row.values()})
+
+
+@dataclass(frozen=True)
+class Params:
+    """Everything params.yaml says, resolved for `scale`."""
+    scale: str
+    seed: int
+    artifacts: str
+    downloads: str
+    manual: dict
+    corpora: dict[str, Corpus]
+    models: dict[str, ModelPreset]
+    recipes: dict[str, Recipe]
+    decoding: dict
+    significance: dict
+    experiments: dict[str, Experiment]
+    tables: dict[str, Table] = field(default_factory=dict)
+
+    @property
+    def root(self) -> str:
+        """Artifacts of this scale live here, so tiny and paper runs never mix."""
+        return f"{self.artifacts}/{self.scale}"
+
+
+class _Reader:
+    """Walks the raw YAML, resolving per-scale values and naming keys in errors."""
+
+    def __init__(self, source: str, scale: str):
+        self.source, self.scale = source, scale
+
+    def fail(self, key: str, message: str):
+        raise PipelineError(f"{self.source}: {key}: {message}")
+
+    def mapping(self, value: Any, key: str) -> dict:
+        if not isinstance(value, dict):
+            self.fail(key, f"expected a mapping, got {type(value).__name__} {value!r}")
+        return value
+
+    def keys(self, value: dict, key: str, allowed, required=()) -> None:
+        for name in value:
+            if name not in allowed:
+                close = difflib.get_close_matches(str(name), list(allowed), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                self.fail(f"{key}.{name}" if key else str(name),
+                          f"unknown key{hint} (expected one of: {', '.join(sorted(allowed))})")
+        for name in required:
+            if name not in value:
+                self.fail(f"{key}.{name}" if key else name, "missing required key")
+
+    def value(self, value: Any, key: str, kind: type):
+        """Resolve `{tiny:, paper:}` and check the type (int accepted where float is expected)."""
+        if isinstance(value, dict) and kind is not dict:
+            self.keys(value, key, SCALES, required=SCALES)
+            value = value[self.scale]
+            key = f"{key}.{self.scale}"
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            self.fail(key, f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+        return value
+
+    def name_ref(self, value: Any, key: str, known: dict, what: str) -> str:
+        value = self.value(value, key, str)
+        if value not in known:
+            close = difflib.get_close_matches(value, list(known), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            self.fail(key, f"unknown {what} '{value}'{hint}; defined: {', '.join(sorted(known)) or 'none'}")
+        return value
+
+
+def load_params(path: str | Path = "params.yaml", scale: str | None = None) -> Params:
+    """Read and validate a params file."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PipelineError(f"{path}: no such params file") from None
+    except yaml.YAMLError as err:
+        raise PipelineError(f"{path}: not valid YAML: {err}") from None
+    return parse_params(raw, source=str(path), scale=scale)
+
+
+def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None) -> Params:
+    """Validate the raw mapping (e.g. Snakemake's `config`) and resolve it for its scale."""
+    if not isinstance(raw, dict):
+        raise PipelineError(f"{source}: expected a mapping at the top level")
+    top = ("scale", "seed", "paths", "corpora", "models", "recipes", "decoding", "significance",
+           "experiments", "finetunes", "tables")
+    scale = scale or raw.get("scale", "tiny")
+    if scale not in SCALES:
+        raise PipelineError(f"{source}: scale: expected one of {', '.join(SCALES)}, got {scale!r}")
+    r = _Reader(source, scale)
+    r.keys(raw, "", top, required=("corpora", "models", "recipes", "experiments"))
+
+    paths = r.mapping(raw.get("paths", {}), "paths")
+    r.keys(paths, "paths", ("artifacts", "downloads", "manual"))
+    manual = r.mapping(paths.get("manual") or {}, "paths.manual")
+
+    corpora = {name: _corpus(r, name, spec) for name, spec in r.mapping(raw["corpora"], "corpora").items()}
+    models = _models(r, r.mapping(raw["models"], "models"))
+    recipes = {name: _recipe(r, name, spec) for name, spec in r.mapping(raw["recipes"], "recipes").items()}
+    decoding = _flat(r, raw.get("decoding", {}), "decoding", DECODING_KEYS)
+    significance = _flat(r, raw.get("significance", {}), "significance", {"n_samples": int, "seed": int})
+
+    experiments: dict[str, Experiment] = {}
+    for group in ("experiments", "finetunes"):
+        for name, spec in r.mapping(raw.get(group) or {}, group).items():
+            if name in experiments:
+                r.fail(f"{group}.{name}", "name already used by another experiment")
+            experiments[name] = _experiment(r, group, name, spec, corpora, models, recipes)
+    for name, exp in experiments.items():
+        group = "finetunes" if name in (raw.get("finetunes") or {}) else "experiments"
+        if group == "finetunes":
+            r.name_ref(exp.init, f"finetunes.{name}.init", experiments, "experiment")
+            if exp.init == name:
+                r.fail(f"finetunes.{name}.init", "an experiment cannot start from itself")
+
+    tables = {name: _table(r, name, spec, experiments) for name, spec in r.mapping(raw.get("tables") or {}, "tables").items()}
+    return Params(
+        scale=scale,
+        seed=r.value(raw.get("seed", 1), "seed", int),
+        artifacts=r.value(paths.get("artifacts", "artifacts"), "paths.artifacts", str),
+        downloads=r.value(paths.get("downloads", "artifacts/downloads"), "paths.downloads", str),
+        manual={k: r.value(v, f"paths.manual.{k}", str) for k, v in manual.items()},
+        corpora=corpora, models=models, recipes=recipes, decoding=decoding, significance=significance,
+        experiments=experiments, tables=tables,
+    )
+
+
+def _flat(r: _Reader, raw: Any, key: str, schema: dict) -> dict:
+    raw = r.mapping(raw, key)
+    r.keys(raw, key, schema)
+    return {name: r.value(value, f"{key}.{name}", schema[name]) for name, value in raw.items()}
+
+
+def _corpus(r: _Reader, name: str, spec: Any) -> Corpus:
+    key = f"corpora.{name}"
+    spec = r.mapping(spec, key)
+    schema = {"src": str, "tgt": str, "source": str, "max_len": int, "bpe_merges": int, "joint_bpe": bool,
+              "valid_size": int, "test_size": int}
+    r.keys(spec, key, schema, required=("src", "tgt", "source", "max_len", "bpe_merges", "joint_bpe"))
+    values = {k: r.value(v, f"{key}.{k}", schema[k]) for k, v in spec.items()}
+    from pipeline.data.registry import CORPORA  # torch-free; the registry of downloadable corpora
+    r.name_ref(values["source"], f"{key}.source", CORPORA, "registry corpus")
+    return Corpus(name=name, **values)
+
+
+def _models(r: _Reader, raw: dict) -> dict[str, ModelPreset]:
+    """Each preset's options for the active scale (flat on purpose: DVC tracks `models.<name>` exactly)."""
+    presets = {}
+    for name, spec in raw.items():
+        key = f"models.{name}"
+        spec = dict(r.mapping(spec, key))
+        if "arch" not in spec:
+            r.fail(f"{key}.arch", "missing required key (the architecture, e.g. transformer)")
+        arch = r.value(spec.pop("arch"), f"{key}.arch", str)
+        if arch not in OPTIONS:
+            r.fail(f"{key}.arch", f"unknown architecture '{arch}'; known: {', '.join(OPTIONS)}")
+        options = {}
+        for opt, value in spec.items():
+            if isinstance(value, dict):
+                r.keys(value, f"{key}.{opt}", SCALES, required=SCALES)
+                value = value[r.scale]
+            options[opt] = value
+        _check_model_options(r, key, arch, options)
+        presets[name] = ModelPreset(name=name, arch=arch, options=options)
+    return presets
+
+
+def _check_model_options(r: _Reader, key: str, arch: str, options: dict) -> None:
+    """Option names and types come from the architecture's typed option class."""
+    try:
+        validate_options(arch, options)
+    except PipelineError as err:
+        r.fail(key, str(err))
+
+
+def _recipe(r: _Reader, name: str, spec: Any) -> Recipe:
+    key = f"recipes.{name}"
+    spec = dict(r.mapping(spec, key))
+    r.keys(spec, key, list(RECIPE_KEYS) + ["resources"], required=("lr", "warmup", "max_steps", "batch_tokens"))
+    resources = _flat(r, spec.pop("resources", {}), f"{key}.resources", RESOURCE_KEYS)
+    defaults = {"gpu": 0, "runtime": 60, "mem_mb": 4000, "cpus": 1}
+    train = {k: r.value(v, f"{key}.{k}", RECIPE_KEYS[k]) for k, v in spec.items()}
+    return Recipe(name=name, train=train, resources=Resources(**{**defaults, **resources}))
+
+
+def _experiment(r, group, name, spec, corpora, models, recipes) -> Experiment:
+    key = f"{group}.{name}"
+    spec = r.mapping(spec, key)
+    allowed = ("corpus", "model", "recipe") + (("init",) if group == "finetunes" else ())
+    r.keys(spec, key, allowed, required=allowed)
+    return Experiment(
+        name=name,
+        corpus=r.name_ref(spec["corpus"], f"{key}.corpus", corpora, "corpus"),
+        model=r.name_ref(spec["model"], f"{key}.model", models, "model preset"),
+        recipe=r.name_ref(spec["recipe"], f"{key}.recipe", recipes, "recipe"),
+        init=spec.get("init"),
+    )
+
+
+def _table(r: _Reader, name: str, spec: Any, experiments: dict) -> Table:
+    key = f"tables.{name}"
+    spec = r.mapping(spec, key)
+    r.keys(spec, key, ("paper", "table", "cells", "baselines"), required=("paper", "table", "cells"))
+    cells = {}
+    for row, by_pair in r.mapping(spec["cells"], f"{key}.cells").items():
+        by_pair = r.mapping(by_pair, f"{key}.cells.{row}")
+        cells[row] = {pair: r.name_ref(exp, f"{key}.cells.{row}.{pair}", experiments, "experiment")
+                      for pair, exp in by_pair.items()}
+    baselines = {}
+    for row, base in r.mapping(spec.get("baselines") or {}, f"{key}.baselines").items():
+        r.name_ref(row, f"{key}.baselines.{row}", cells, "table row")
+        baselines[row] = r.name_ref(base, f"{key}.baselines.{row}", cells, "table row")
+    return Table(name=name, paper=r.value(spec["paper"], f"{key}.paper", str),
+                 number=r.value(spec["table"], f"{key}.table", int), cells=cells, baselines=baselines)

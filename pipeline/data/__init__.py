@@ -1,0 +1,1 @@
+"""Corpora: registry, download, cleaning, tokenization, subwords, vocabularies, batching."""

@@ -1,0 +1,70 @@
+"""Token-count batching, padding, and the (src, tgt_in, tgt_out) triple every model trains on."""
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+import torch
+
+from pipeline.data.vocab import BOS, EOS, PAD
+from pipeline.errors import PipelineError
+
+
+def batch_cost(src_len: int, tgt_len: int) -> int:
+    """Padded length of one pair in a batch: the longer of src + EOS and BOS/EOS + tgt."""
+    return max(src_len, tgt_len) + 1
+
+
+def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens: int, *, seed: int, epoch: int,
+                  shuffle: bool = True) -> list[list[int]]:
+    """Indices grouped by length so that (longest padded length) * n <= batch_tokens; order seeded by (seed, epoch).
+
+    Pairs are sorted by (target length, source length, index), cut greedily into batches, and the batch order
+    is shuffled with a generator seeded by (seed, epoch). A single pair longer than the budget gets a batch of
+    its own (our choice: never drop or crash; the cleaning step filters long sentences).
+    """
+    if len(src_lens) != len(tgt_lens):
+        raise PipelineError(f"token_batches: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
+                            "expected one per pair")
+    if batch_tokens < 1:
+        raise PipelineError(f"batch_tokens: got {batch_tokens}, expected a positive integer")
+    order = sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        cost = batch_cost(src_lens[i], tgt_lens[i])
+        if current and max(longest, cost) * (len(current) + 1) > batch_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, cost)
+    if current:
+        batches.append(current)
+    if shuffle:
+        random.Random(f"{seed}/{epoch}").shuffle(batches)
+    return batches
+
+
+def pad(seqs: Sequence[Sequence[int]], pad_id: int = PAD) -> torch.Tensor:
+    """Right-pad id lists into a LongTensor [B, max_len] (max_len >= 1)."""
+    width = max([len(s) for s in seqs] + [1])
+    out = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        if len(seq):
+            out[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
+    return out
+
+
+def encode_source(ids: Sequence[int]) -> list[int]:
+    """Source ids as models see them: x + EOS (THUMT/fairseq style, our choice; an empty line stays non-empty)."""
+    return list(ids) + [EOS]
+
+
+def make_batch(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """src [B,S] = x + EOS, tgt_in [B,T] = BOS + y, tgt_out [B,T] = y + EOS; all right-padded with PAD."""
+    src = pad([encode_source(s) for s in src_ids])
+    tgt_in = pad([[BOS] + list(t) for t in tgt_ids])
+    tgt_out = pad([list(t) + [EOS] for t in tgt_ids])
+    return src, tgt_in, tgt_out

@@ -1,0 +1,432 @@
+"""Paper-scale corpora: typed entries (files with URL and checksum; tasks with train/dev/test) and their builder.
+
+Style after Sockeye Autopilot's task definitions: a corpus file is a URL plus checksum, a task names
+the languages and the members that make its train, dev and test sets. Dev and test sets come
+through sacrebleu (which downloads on demand); registration-only parts are user-supplied paths.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Union
+from urllib.parse import urlparse
+
+from pipeline.data.download import archive_kind, download, extract
+from pipeline.errors import PipelineError
+from pipeline.fileio import atomic_open
+
+# Where params.yaml keeps user-supplied paths; error messages name keys as f"{MANUAL_PARAMS_SECTION}.{key}".
+MANUAL_PARAMS_SECTION = "paths.manual"
+
+# Our choice: characters that some readers treat as line breaks (Python's str.splitlines, universal
+# newlines) become spaces, so every later tool sees the same line alignment.
+_LINE_BREAKS = {c: " " for c in (0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A downloadable file (archive or text) with its checksum and the public source of that checksum."""
+
+    key: str
+    url: str
+    md5: str | None = None
+    sha256: str | None = None
+    source: str = ""
+
+    @property
+    def verified(self) -> bool:
+        """True when a checksum is known."""
+        return bool(self.md5 or self.sha256)
+
+    @property
+    def filename(self) -> str:
+        """Base name of the URL path."""
+        return os.path.basename(urlparse(self.url).path) or self.key
+
+    def describe(self) -> dict:
+        """Card entry."""
+        return {"key": self.key, "url": self.url, "md5": self.md5, "sha256": self.sha256,
+                "verified": self.verified, "checksum_source": self.source}
+
+
+@dataclass(frozen=True)
+class ManualFile:
+    """A registration-only file the user supplies; `key` is the params key that holds its local path."""
+
+    key: str
+    description: str
+    obtain: str
+
+    @property
+    def params_key(self) -> str:
+        """Full params key to set."""
+        return f"{MANUAL_PARAMS_SECTION}.{self.key}"
+
+    def describe(self) -> dict:
+        """Card entry (the local path is added when resolved)."""
+        return {"manual_key": self.params_key, "description": self.description, "obtain": self.obtain,
+                "verified": False}
+
+
+Source = Union[RemoteFile, ManualFile]
+
+
+@dataclass(frozen=True)
+class Member:
+    """One language side: a file and the path inside it (None: the file itself, or a .gz's only member)."""
+
+    file: Source
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class ParallelPart:
+    """A named parallel corpus part: one Member per language."""
+
+    name: str
+    sides: tuple[tuple[str, Member], ...]
+
+    def member(self, lang: str) -> Member:
+        """The member holding language `lang`."""
+        for code, member in self.sides:
+            if code == lang:
+                return member
+        raise PipelineError(f"part '{self.name}' has no '{lang}' side; expected one of {[c for c, _ in self.sides]}")
+
+
+def part(name: str, file: Source, paths: dict[str, str | None]) -> ParallelPart:
+    """A part whose language sides all come from `file` (paths: language -> member path)."""
+    return ParallelPart(name, tuple((lang, Member(file, path)) for lang, path in paths.items()))
+
+
+@dataclass(frozen=True)
+class SacrebleuSet:
+    """A dev/test set served by sacrebleu; the language pair is the build direction (e.g. 'en-de')."""
+
+    name: str
+    test_set: str
+
+
+EvalSet = Union[ParallelPart, SacrebleuSet]
+
+
+@dataclass(frozen=True)
+class RemoteTask:
+    """A paper-scale task: a language pair, training parts (concatenated in order), a dev and a test set."""
+
+    name: str
+    langs: tuple[str, str]
+    url: str
+    train: tuple[ParallelPart, ...]
+    valid: EvalSet
+    test: EvalSet
+
+    def parts(self) -> list[ParallelPart]:
+        """Every ParallelPart of the task (train, then dev and test when they are parts)."""
+        return list(self.train) + [s for s in (self.valid, self.test) if isinstance(s, ParallelPart)]
+
+    def manual_members(self) -> dict[ManualFile, list[str]]:
+        """User-supplied files and the member paths expected in each."""
+        out: dict[ManualFile, list[str]] = {}
+        for p in self.parts():
+            for _, member in p.sides:
+                if isinstance(member.file, ManualFile):
+                    out.setdefault(member.file, []).append(member.path or "(the file itself)")
+        return out
+
+
+# --- Registry entries for hao2019 Table 3 -----------------------------------------------------------
+# URLs and md5 sums: Sockeye Autopilot's RAW_FILES (awslabs/sockeye, contrib/autopilot/tasks.py), here
+# with https; archive member names from the same file and tensor2tensor's translate_enzh.py.
+_SOCKEYE = "md5 from Sockeye Autopilot, awslabs/sockeye contrib/autopilot/tasks.py (RAW_FILES)"
+
+EUROPARL_V7 = RemoteFile("europarl_v7", "https://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
+                         md5="c52404583294a1b609e56d45b2ed06f5", source=_SOCKEYE)
+COMMONCRAWL_WMT13 = RemoteFile("common_crawl_wmt13", "https://www.statmt.org/wmt13/training-parallel-commoncrawl.tgz",
+                               md5="7e0acbe86b0d7816300e14650f5b2bd4", source=_SOCKEYE)
+NEWS_COMMENTARY_V9 = RemoteFile("news_commentary_v9", "https://www.statmt.org/wmt14/training-parallel-nc-v9.tgz",
+                                md5="92e42b68f9d3c2ae9722e6d1c2623e21", source=_SOCKEYE)
+NEWS_COMMENTARY_V12 = RemoteFile("news_commentary_v12",
+                                 "https://data.statmt.org/wmt17/translation-task/training-parallel-nc-v12.tgz",
+                                 md5="fc6b83b809347e64f511d291e4bc8731", source=_SOCKEYE)
+
+UN_V1_ZH_EN = ManualFile(
+    "wmt17_un_zh_en", "United Nations Parallel Corpus v1.0, en-zh (registration-only)",
+    "https://conferences.unite.un.org/UNCorpus (register; join UNv1.0.en-zh.tar.gz.00 and .01 into one archive "
+    "or extract it, then point the key at the archive or the directory holding en-zh/)")
+CWMT_ZH_EN = ManualFile(
+    "wmt17_cwmt_zh_en", "CWMT corpus as released for WMT17 zh-en (registration-only)",
+    "http://nlp.nju.edu.cn/cwmt-wmt/ (register; point the key at the directory holding casia2015/, casict2015/, "
+    "neu2017/, datum2015/, datum2017/)")
+
+# Our choice: CWMT sub-corpora and file names as in tensor2tensor's translate_enzh.py (which leaves out
+# casict2011); paths are relative to the user's CWMT directory.
+_CWMT_FILES = [("casia2015", "casia2015/casia2015_en.txt", "casia2015/casia2015_ch.txt"),
+               ("casict2015", "casict2015/casict2015_en.txt", "casict2015/casict2015_ch.txt"),
+               ("neu2017", "neu2017/NEU_en.txt", "neu2017/NEU_cn.txt"),
+               ("datum2015", "datum2015/datum_en.txt", "datum2015/datum_ch.txt")] + [
+              (f"datum2017-book{i}", f"datum2017/Book{i}_en.txt", f"datum2017/Book{i}_cn.txt") for i in range(1, 21)]
+
+WMT14_EN_DE = RemoteTask(
+    name="wmt14 en-de", langs=("en", "de"), url="https://www.statmt.org/wmt14/translation-task.html",
+    train=(
+        part("europarl-v7", EUROPARL_V7,
+             {"en": "training/europarl-v7.de-en.en", "de": "training/europarl-v7.de-en.de"}),
+        part("commoncrawl", COMMONCRAWL_WMT13, {"en": "commoncrawl.de-en.en", "de": "commoncrawl.de-en.de"}),
+        part("news-commentary-v9", NEWS_COMMENTARY_V9,
+             {"en": "training/news-commentary-v9.de-en.en", "de": "training/news-commentary-v9.de-en.de"}),
+    ),
+    valid=SacrebleuSet("newstest2013", "wmt13"),
+    # Our choice: the full newstest2014 (3003 lines, sacrebleu 'wmt14/full'), not the filtered 2737-line 'wmt14'.
+    test=SacrebleuSet("newstest2014", "wmt14/full"),
+)
+
+WMT17_ZH_EN = RemoteTask(
+    name="wmt17 zh-en", langs=("zh", "en"), url="https://www.statmt.org/wmt17/translation-task.html",
+    train=(
+        part("news-commentary-v12", NEWS_COMMENTARY_V12,
+             {"zh": "training/news-commentary-v12.zh-en.zh", "en": "training/news-commentary-v12.zh-en.en"}),
+        part("un-v1.0", UN_V1_ZH_EN, {"zh": "en-zh/UNv1.0.en-zh.zh", "en": "en-zh/UNv1.0.en-zh.en"}),
+    ) + tuple(part(f"cwmt-{name}", CWMT_ZH_EN, {"zh": zh, "en": en}) for name, en, zh in _CWMT_FILES),
+    valid=SacrebleuSet("newsdev2017", "wmt17/dev"),
+    test=SacrebleuSet("newstest2017", "wmt17"),
+)
+
+REMOTE_TASKS: dict[str, RemoteTask] = {"wmt14-en-de": WMT14_EN_DE, "wmt17-zh-en": WMT17_ZH_EN}
+
+
+# --- Building ----------------------------------------------------------------------------------------
+def _fingerprint(path: Path) -> str:
+    """Short id of a local file's identity (path, size, mtime): a new file gets a fresh extraction dir."""
+    st = path.stat()
+    return hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+
+
+class _Builder:
+    """Turns members into local text files (download, extract, user paths) and records what it used."""
+
+    def __init__(self, cache_dir: Path, manual: dict[str, str] | None, progress: bool):
+        self.cache_dir, self.manual, self.progress = Path(cache_dir), dict(manual or {}), progress
+
+    def manual_path(self, file: ManualFile, expected: list[str]) -> Path:
+        """The user-supplied path for `file`; missing key or path -> error naming the params key."""
+        value = self.manual.get(file.key)
+        wanted = ", ".join(expected)
+        if not value:
+            raise PipelineError(
+                f"{file.description} must be supplied by you: set params key '{file.params_key}' to a local "
+                f"directory or archive holding {wanted}; obtain it from {file.obtain}")
+        path = Path(value).expanduser()
+        if not path.exists():
+            raise PipelineError(f"params key '{file.params_key}' points to {path}, which does not exist; "
+                                f"expected a directory or archive holding {wanted}")
+        return path
+
+    def local_text(self, member: Member) -> tuple[Path, dict]:
+        """A plain local text file for `member`, and its card entry."""
+        if isinstance(member.file, RemoteFile):
+            file = member.file
+            archive = download(file.url, self.cache_dir / "downloads" / file.key / file.filename,
+                               md5=file.md5, sha256=file.sha256, progress=self.progress)
+            info = file.describe()
+            return self._open_member(archive, member.path, f"{file.key}-{_fingerprint(archive)}", file.url), info
+        file = member.file
+        base = self.manual_path(file, [member.path or "(the file itself)"])
+        info = dict(file.describe(), path=str(base))
+        if base.is_dir():
+            if member.path is None:
+                raise PipelineError(f"params key '{file.params_key}' points to the directory {base}; expected a file")
+            target = base / member.path
+            if not target.is_file():
+                raise PipelineError(f"params key '{file.params_key}': {target} is missing; expected {member.path} "
+                                    f"inside {base}")
+            return target, info
+        return self._open_member(base, member.path, f"manual-{file.key}-{_fingerprint(base)}", file.params_key), info
+
+    def _open_member(self, archive: Path, path: str | None, cache_name: str, origin: str) -> Path:
+        """Extract `path` from `archive` (or use the file itself when it is plain text)."""
+        kind = archive_kind(archive)
+        if kind == "plain":
+            if path is not None:
+                raise PipelineError(f"{origin}: {archive} is not an archive, so member {path!r} cannot be read; "
+                                    f"expected .tgz, .tar.gz, .tar, .zip or .gz")
+            return archive
+        if kind in ("tar", "zip") and path is None:
+            raise PipelineError(f"{origin}: {archive} is an archive; expected a member path for it in the registry")
+        pattern = glob.escape(path) if path is not None else "*"
+        return extract(archive, pattern, self.cache_dir / "extracted" / cache_name)[0]
+
+    def sacrebleu_text(self, item: SacrebleuSet, src: str, tgt: str) -> tuple[Path, Path, dict]:
+        """Source and reference files of a sacrebleu set (sacrebleu downloads it into cache_dir/sacrebleu)."""
+        import sacrebleu
+        from sacrebleu.dataset import DATASETS
+
+        pair = f"{src}-{tgt}"
+        if item.test_set not in DATASETS:
+            raise PipelineError(f"sacrebleu {sacrebleu.__version__} has no test set '{item.test_set}'")
+        dataset = DATASETS[item.test_set]
+        if pair not in dataset.langpairs:
+            raise PipelineError(f"sacrebleu test set '{item.test_set}' has no language pair '{pair}'; "
+                                f"expected one of {sorted(dataset.langpairs)}")
+        out = self.cache_dir / "eval" / item.test_set.replace("/", "_")
+        paths = []
+        for field, lang in (("src", src), ("ref", tgt)):
+            path = out / f"{pair}.{lang}"
+            if not path.exists():
+                lines = _sacrebleu_echo(item.test_set, pair, field, self.cache_dir / "sacrebleu")
+                with atomic_open(path) as handle:
+                    handle.writelines(line + "\n" for line in lines)
+            paths.append(path)
+        info = {"sacrebleu": item.test_set, "langpair": pair, "urls": list(dataset.data or []),
+                "md5": list(dataset.md5 or []), "sacrebleu_version": sacrebleu.__version__,
+                "verified": bool(dataset.md5)}
+        return paths[0], paths[1], info
+
+
+def _sacrebleu_echo(test_set: str, pair: str, field: str, sacrebleu_dir: Path) -> list[str]:
+    """Lines of one side of a sacrebleu set, via `sacrebleu -t SET -l PAIR --echo FIELD` (downloads on demand)."""
+    env = dict(os.environ, SACREBLEU=str(sacrebleu_dir), PYTHONIOENCODING="utf-8")
+    cmd = [sys.executable, "-m", "sacrebleu", "-t", test_set, "-l", pair, "--echo", field]
+    proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise PipelineError(f"sacrebleu could not provide {test_set} {pair} {field} (it downloads into "
+                            f"{sacrebleu_dir}; is the network reachable?): {' | '.join(tail)}")
+    text = proc.stdout.decode("utf-8")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _clean(raw: bytes, path: Path, number: int) -> tuple[str, bool]:
+    """Decode one raw line strictly; strip its newline; turn inner line-break characters into spaces."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PipelineError(
+            f"{path}:{number}: invalid UTF-8 at byte {err.start} of the line; expected UTF-8 text") from None
+    text = text.rstrip("\n").rstrip("\r")
+    if number == 1:
+        text = text.removeprefix("\ufeff")
+    cleaned = text.translate(_LINE_BREAKS)
+    return cleaned, cleaned != text
+
+
+def _append_part(name: str, src_path: Path, tgt_path: Path, out_src: IO, out_tgt: IO) -> tuple[int, int]:
+    """Append a part's aligned lines to the open outputs; returns (lines, lines normalised).
+
+    Different line counts -> PipelineError naming the part and both files.
+    """
+    count = normalised = 0
+    with open(src_path, "rb") as fs, open(tgt_path, "rb") as ft:
+        for count, (a, b) in enumerate(itertools.zip_longest(fs, ft), start=1):
+            if a is None or b is None:
+                rest = 1 + sum(1 for _ in (ft if a is None else fs))
+                n_src, n_tgt = (count - 1, count - 1 + rest) if a is None else (count - 1 + rest, count - 1)
+                raise PipelineError(f"part '{name}': {src_path} has {n_src} lines but {tgt_path} has {n_tgt}; "
+                                    f"expected the same number of lines on both sides")
+            line_src, fixed_src = _clean(a, src_path, count)
+            line_tgt, fixed_tgt = _clean(b, tgt_path, count)
+            out_src.write(line_src + "\n")
+            out_tgt.write(line_tgt + "\n")
+            normalised += fixed_src or fixed_tgt
+    return count, normalised
+
+
+def _check_manual(task: RemoteTask, builder: _Builder) -> None:
+    """Fail early, before any download, when a user-supplied path is missing."""
+    for file, members in task.manual_members().items():
+        builder.manual_path(file, members)
+
+
+def _materialise(item: ParallelPart | SacrebleuSet, src: str, tgt: str, builder: _Builder) -> tuple[Path, Path, dict]:
+    """Local source and target text files of a part or sacrebleu set, and its card entry."""
+    if isinstance(item, SacrebleuSet):
+        src_path, tgt_path, info = builder.sacrebleu_text(item, src, tgt)
+        return src_path, tgt_path, {"set": info}
+    src_path, src_info = builder.local_text(item.member(src))
+    tgt_path, tgt_info = builder.local_text(item.member(tgt))
+    return src_path, tgt_path, {src: dict(src_info, member=item.member(src).path),
+                                tgt: dict(tgt_info, member=item.member(tgt).path)}
+
+
+def _write_split(split: str, items: list, src: str, tgt: str, out_dir: Path) -> dict:
+    """Concatenate materialised `items` (name, src path, tgt path, files) in order into {split}.{src|tgt}."""
+    entries, total = [], 0
+    with atomic_open(out_dir / f"{split}.{src}") as out_src, atomic_open(out_dir / f"{split}.{tgt}") as out_tgt:
+        for name, src_path, tgt_path, files in items:
+            lines, normalised = _append_part(name, src_path, tgt_path, out_src, out_tgt)
+            entries.append({"name": name, "lines": lines, "normalised_lines": normalised, "files": files})
+            total += lines
+    return {"lines": total, "parts": entries}
+
+
+def _where(side: dict) -> str:
+    """Where a card entry's data came from."""
+    if "sacrebleu" in side:
+        return f"sacrebleu {side['sacrebleu']} {side['langpair']} ({', '.join(side['urls'])})"
+    return side.get("url") or f"user-supplied `{side['manual_key']}`"
+
+
+def _sums(side: dict) -> str:
+    """A card entry's checksum(s), or UNVERIFIED."""
+    sums = side.get("sha256") or side.get("md5")
+    if isinstance(sums, list):
+        sums = ", ".join(sums)
+    return f"`{sums}`" if sums else "UNVERIFIED"
+
+
+def _card_markdown(card: dict) -> str:
+    """A short human-readable data card."""
+    rows = [f"# Data card: {card['name']}", "",
+            f"Task {card['task']} ({card['task_url']}), direction {card['src']} -> {card['tgt']}; "
+            "plain UTF-8, untokenised.", "",
+            "| split | part | lines | source | checksum |", "|---|---|---:|---|---|"]
+    for split, info in card["splits"].items():
+        for entry in info["parts"]:
+            side = next(iter(entry["files"].values()))  # one row per part: its first side names the source
+            rows.append(f"| {split} | {entry['name']} | {entry['lines']} | {_where(side)} | {_sums(side)} |")
+        rows.append(f"| {split} | **total** | {info['lines']} | | |")
+    unverified = card["unverified"]
+    rows += ["", f"Unverified inputs (no checksum): {', '.join(unverified) if unverified else 'none'}."]
+    return "\n".join(rows) + "\n"
+
+
+def build_remote(task: RemoteTask, src: str, tgt: str, out_dir: Path, cache_dir: Path, *,
+                 manual: dict[str, str] | None = None, name: str | None = None, progress: bool = True) -> dict:
+    """Build {out_dir}/train|valid|test.{src,tgt} and datacard.json/.md for `task` in direction src -> tgt."""
+    if sorted((src, tgt)) != sorted(task.langs) or src == tgt:
+        raise PipelineError(f"task '{task.name}' covers {task.langs[0]}-{task.langs[1]} (either direction); "
+                            f"got src='{src}', tgt='{tgt}'")
+    out_dir = Path(out_dir)
+    builder = _Builder(cache_dir, manual, progress)
+    _check_manual(task, builder)
+    # Fetch everything first (the long part), then write the outputs.
+    inputs = {split: [(item.name, *_materialise(item, src, tgt, builder)) for item in items]
+              for split, items in (("train", task.train), ("valid", [task.valid]), ("test", [task.test]))}
+    splits = {split: _write_split(split, items, src, tgt, out_dir) for split, items in inputs.items()}
+    unverified = sorted({side.get("key") or side.get("manual_key") or side.get("sacrebleu")
+                         for s in splits.values() for e in s["parts"] for side in e["files"].values()
+                         if not side.get("verified")})
+    card = {"name": name or f"{task.name} {src}-{tgt}", "kind": "remote", "src": src, "tgt": tgt,
+            "description": f"{task.name} ({task.url}), {src}->{tgt}: training parts concatenated in the order "
+                           "listed; plain UTF-8, untokenised",
+            "task": task.name, "task_url": task.url, "pretokenized": False,
+            "counts": {split: info["lines"] for split, info in splits.items()}, "splits": splits,
+            "unverified": unverified,
+            "note": "our choice: line-break-like characters inside a line are replaced by spaces "
+                    "(counted per part as normalised_lines)"}
+    with atomic_open(out_dir / "datacard.json") as handle:
+        json.dump(card, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+    with atomic_open(out_dir / "datacard.md") as handle:
+        handle.write(_card_markdown(card))
+    return card

@@ -1,0 +1,1 @@
+"""Scoring: corpus BLEU (sacrebleu) and paired significance tests."""

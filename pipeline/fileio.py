@@ -1,0 +1,72 @@
+"""Atomic writes and validated reading of text and parallel corpora."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+from pipeline.errors import PipelineError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file for writing; it replaces `path` only when the block succeeds."""
+    if "b" in mode:
+        encoding = None
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """All lines of a UTF-8 text file without their newlines; invalid UTF-8 names file and line."""
+    path = Path(path)
+    lines = []
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise PipelineError(
+                    f"{path}:{number}: invalid UTF-8 at byte {err.start} of the line; expected UTF-8 text"
+                ) from None
+            lines.append(text.rstrip("\n").rstrip("\r"))
+    return lines
+
+
+def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """Both sides of a parallel corpus; different line counts are an error naming both files."""
+    src_lines, tgt_lines = read_lines(src), read_lines(tgt)
+    if len(src_lines) != len(tgt_lines):
+        raise PipelineError(
+            f"parallel files differ in length: {src} has {len(src_lines)} lines, "
+            f"{tgt} has {len(tgt_lines)}; expected one target line per source line"
+        )
+    return src_lines, tgt_lines
+
+
+def write_lines(path: str | os.PathLike, lines) -> None:
+    """Write lines atomically, one per line, UTF-8."""
+    with atomic_open(path) as handle:
+        for line in lines:
+            handle.write(line + "\n")

@@ -1,0 +1,1 @@
+"""Tables of our numbers beside the numbers the papers report."""

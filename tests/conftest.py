@@ -1,0 +1,22 @@
+"""Shared test set-up: single-threaded torch (2-core machines), the repository root, toy workspaces."""
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _single_thread_torch():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return
+    torch.set_num_threads(1)
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return ROOT

@@ -1,0 +1,217 @@
+"""Downloads against a loopback HTTP server: verify, extract, reuse, resume, checksum errors."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import random
+import re
+import socketserver
+import tarfile
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pipeline.data.download import download, extract
+from pipeline.errors import PipelineError
+
+
+class _QuickServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer without the reverse DNS lookup HTTPServer.server_bind does (slow offline)."""
+
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+
+class LoopbackServer:
+    """An http.server on 127.0.0.1 in a thread: serves `files`, honours Range, can drop or ignore Range."""
+
+    def __init__(self):
+        self.files: dict[str, bytes] = {}
+        self.requests: list[tuple[str, str | None]] = []
+        self.drop_after: dict[str, int] = {}  # path -> bytes sent before closing, once
+        self.ignore_range = False
+        state = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                rng = self.headers.get("Range")
+                state.requests.append((self.path, rng))
+                body = state.files.get(self.path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                start = 0
+                match = re.fullmatch(r"bytes=(\d+)-", rng or "")
+                if match and not state.ignore_range:
+                    start = int(match.group(1))
+                    if start >= len(body):
+                        self.send_error(416)
+                        return
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                else:
+                    self.send_response(200)
+                payload = body[start:]
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                cut = state.drop_after.pop(self.path, None)
+                self.wfile.write(payload if cut is None else payload[:cut])
+                self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = _QuickServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def url(self, path: str) -> str:
+        """Full URL of `path` on this server."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+
+@pytest.fixture
+def server():
+    srv = LoopbackServer()
+    srv.thread.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_tgz(members: dict[str, bytes]) -> bytes:
+    """A .tar.gz holding `members` in insertion order."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def make_zip(members: dict[str, bytes]) -> bytes:
+    """A .zip holding `members`."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+DE = "Guten Morgen .\nDas Haus ist klein .\nÄrger über Öl\n".encode()
+EN = "Good morning .\nThe house is small .\nTrouble about oil\n".encode()
+
+
+def test_download_verify_extract_then_reuse_without_request(server, tmp_path):
+    tgz = make_tgz({"corpus/train.de": DE, "corpus/train.en": EN, "corpus/README": b"x\n"})
+    dev_gz = gzip.compress(DE, mtime=0)
+    server.files = {"/c.tgz": tgz, "/dev.de.gz": dev_gz, "/c.zip": make_zip({"z/a.en": EN, "z/a.de": DE})}
+    got = download(server.url("/c.tgz"), tmp_path / "dl" / "c.tgz", sha256=sha256(tgz), progress=False)
+    assert got == tmp_path / "dl" / "c.tgz" and got.read_bytes() == tgz
+    assert not (tmp_path / "dl" / "c.tgz.part").exists()
+    files = extract(got, "corpus/train.*", tmp_path / "x")
+    assert files == [tmp_path / "x/corpus/train.de", tmp_path / "x/corpus/train.en"]
+    assert files[0].read_bytes() == DE and files[1].read_bytes() == EN
+    assert not (tmp_path / "x/corpus/README").exists()
+
+    gz = download(server.url("/dev.de.gz"), tmp_path / "dl" / "dev.de.gz", md5=hashlib.md5(dev_gz).hexdigest(),
+                  progress=False)
+    assert extract(gz, "*", tmp_path / "g") == [tmp_path / "g/dev.de"]
+    assert (tmp_path / "g/dev.de").read_bytes() == DE
+    zp = download(server.url("/c.zip"), tmp_path / "dl" / "c.zip", progress=False)  # no checksum: unverified
+    assert extract(zp, "z/a.en", tmp_path / "z") == [tmp_path / "z/z/a.en"]
+    assert (tmp_path / "z/z/a.en").read_bytes() == EN
+    assert len(server.requests) == 3
+
+    again = download(server.url("/c.tgz"), tmp_path / "dl" / "c.tgz", sha256=sha256(tgz), progress=False)
+    assert again.read_bytes() == tgz
+    assert len(server.requests) == 3  # reused: no request at all
+
+
+def big_payload() -> bytes:
+    return random.Random(7).randbytes(300_000)
+
+
+def test_resume_after_dropped_connection_uses_range(server, tmp_path):
+    data = big_payload()
+    server.files = {"/big.bin": data}
+    server.drop_after = {"/big.bin": 100_000}
+    dest = download(server.url("/big.bin"), tmp_path / "big.bin", sha256=sha256(data), backoff=0, progress=False)
+    assert server.requests == [("/big.bin", None), ("/big.bin", "bytes=100000-")]
+    assert sha256(dest.read_bytes()) == sha256(data)
+    assert not (tmp_path / "big.bin.part").exists()
+
+
+def test_restart_cleanly_when_server_ignores_range(server, tmp_path):
+    data = big_payload()
+    server.files = {"/big.bin": data}
+    server.drop_after = {"/big.bin": 123_456}
+    server.ignore_range = True
+    dest = download(server.url("/big.bin"), tmp_path / "big.bin", md5=hashlib.md5(data).hexdigest(), backoff=0,
+                    progress=False)
+    assert server.requests == [("/big.bin", None), ("/big.bin", "bytes=123456-")]
+    assert dest.read_bytes() == data  # the 200 body replaced the partial file instead of being appended
+
+
+def test_failed_download_keeps_part_and_a_rerun_resumes(server, tmp_path):
+    data = big_payload()
+    server.files = {"/big.bin": data}
+    server.drop_after = {"/big.bin": 50_000}
+    with pytest.raises(PipelineError, match=r"failed after 1 attempts.*kept so a rerun resumes"):
+        download(server.url("/big.bin"), tmp_path / "big.bin", sha256=sha256(data), retries=0, progress=False)
+    assert (tmp_path / "big.bin.part").stat().st_size == 50_000
+    assert not (tmp_path / "big.bin").exists()
+    download(server.url("/big.bin"), tmp_path / "big.bin", sha256=sha256(data), retries=0, progress=False)
+    assert server.requests[-1] == ("/big.bin", "bytes=50000-")
+    assert (tmp_path / "big.bin").read_bytes() == data
+
+
+def test_checksum_mismatch_names_url_and_sums_and_leaves_nothing(server, tmp_path):
+    data = b"hello\n"
+    server.files = {"/f.txt": data}
+    wrong = "0" * 64
+    url = server.url("/f.txt")
+    with pytest.raises(PipelineError) as err:
+        download(url, tmp_path / "f.txt", sha256=wrong, progress=False)
+    message = str(err.value)
+    assert url in message and wrong in message and sha256(data) in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_http_404_is_an_immediate_clear_error(server, tmp_path):
+    url = server.url("/missing.tgz")
+    with pytest.raises(PipelineError, match=re.escape(url) + ".*HTTP 404"):
+        download(url, tmp_path / "m.tgz", retries=3, backoff=0, progress=False)
+    assert len(server.requests) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_dest_with_wrong_checksum_is_downloaded_again(server, tmp_path):
+    server.files = {"/f.txt": b"fresh\n"}
+    (tmp_path / "f.txt").write_bytes(b"stale\n")
+    download(server.url("/f.txt"), tmp_path / "f.txt", sha256=sha256(b"fresh\n"), progress=False)
+    assert (tmp_path / "f.txt").read_bytes() == b"fresh\n" and len(server.requests) == 1
+
+
+def test_extract_errors_name_archive_and_glob(tmp_path):
+    archive = tmp_path / "a.tgz"
+    archive.write_bytes(make_tgz({"corpus/train.de": DE}))
+    with pytest.raises(PipelineError, match=r"a\.tgz: no member matches 'corpus/train\.fr'.*corpus/train\.de"):
+        extract(archive, "corpus/train.fr", tmp_path / "x")
+    evil = tmp_path / "evil.tar.gz"
+    evil.write_bytes(make_tgz({"../escape.txt": b"x\n"}))
+    with pytest.raises(PipelineError, match="escapes the extraction directory"):
+        extract(evil, "*", tmp_path / "y")
+    assert not (tmp_path / "escape.txt").exists()
+    broken = tmp_path / "broken.tgz"
+    broken.write_bytes(make_tgz({"corpus/train.de": DE * 500})[:200])
+    with pytest.raises(PipelineError, match="broken.tgz: corrupt or truncated tar archive"):
+        extract(broken, "*", tmp_path / "z")

@@ -1,0 +1,115 @@
+"""Corpus BLEU and paired bootstrap through sacrebleu's API, on small invented sentences."""
+import math
+import os
+
+import pytest
+
+from pipeline.errors import PipelineError
+from pipeline.evaluate.bleu import bleu, target_tokenizer
+from pipeline.evaluate.significance import paired_bootstrap
+
+REFS = [f"the {a} cat sat on the {b} mat near door {i}" for i, (a, b) in
+        enumerate(zip(["black", "white", "small", "big"] * 15, ["red", "blue", "old", "new", "soft"] * 12))]
+
+
+def _degrade(line: str, i: int) -> str:
+    """Drop two words and swap two others: a clearly worse system."""
+    words = line.split()
+    del words[i % 5], words[-2]
+    words[0], words[1] = words[1], words[0]
+    return " ".join(words)
+
+
+WORSE = [_degrade(line, i) for i, line in enumerate(REFS)]
+
+
+# --- BLEU ---------------------------------------------------------------------------------------
+
+def test_identical_hypotheses_score_100():
+    result = bleu(REFS, REFS)
+    assert result["score"] == pytest.approx(100.0, abs=1e-9)
+    assert result["bp"] == 1.0 and result["n_sentences"] == len(REFS)
+    assert result["counts"] == result["totals"]
+
+
+def test_hand_computed_case():
+    # matches 5/6, 3/5, 2/4, 1/3; equal lengths so BP = 1; BLEU = (1/12)^(1/4)
+    result = bleu(["the cat sat on the mat"], ["the cat sat on a mat"])
+    assert result["counts"] == [5, 3, 2, 1] and result["totals"] == [6, 5, 4, 3]
+    assert (result["sys_len"], result["ref_len"], result["bp"]) == (6, 6, 1.0)
+    assert result["score"] == pytest.approx(100 * (1 / 12) ** 0.25, rel=1e-12)
+    assert round(result["score"], 2) == 53.73
+
+
+def test_brevity_penalty_hand_computed():
+    # every n-gram matches; 5 hypothesis words against 6 reference words: BP = exp(1 - 6/5)
+    result = bleu(["the cat sat on the"], ["the cat sat on the mat"])
+    assert result["bp"] == pytest.approx(math.exp(-0.2), rel=1e-12)
+    assert result["score"] == pytest.approx(100 * math.exp(-0.2), rel=1e-12)
+
+
+def test_case_sensitive_by_default_and_signature():
+    mixed = bleu(["The Cat sat on the mat"], ["the cat sat on the mat"])
+    lower = bleu(["The Cat sat on the mat"], ["the cat sat on the mat"], lowercase=True)
+    assert "case:mixed" in mixed["signature"] and "tok:13a" in mixed["signature"]
+    assert "case:lc" in lower["signature"]
+    assert lower["score"] == pytest.approx(100.0, abs=1e-9)
+    assert mixed["counts"] == [4, 3, 2, 1]  # 'The', 'Cat' and every n-gram holding them miss
+
+
+def test_chinese_tokenizer_scores_characters():
+    result = bleu(["我们去图书馆"], ["我们去图书馆"], tokenize="zh")
+    assert result["totals"][0] == 6 and "tok:zh" in result["signature"]
+
+
+def test_target_tokenizer_choice():
+    assert [target_tokenizer(lang) for lang in ("zh", "ja", "en", "de")] == ["zh", "char", "13a", "13a"]
+
+
+def test_length_mismatch_and_bad_tokenizer_are_errors():
+    with pytest.raises(PipelineError, match="hyps has 2, refs has 1"):
+        bleu(["a", "b"], ["a"])
+    with pytest.raises(PipelineError, match="empty"):
+        bleu([], [])
+    with pytest.raises(PipelineError, match="tokenize"):
+        bleu(["a"], ["a"], tokenize="ja-mecab")
+
+
+# --- paired bootstrap ---------------------------------------------------------------------------
+
+def test_identical_systems_are_not_significant():
+    result = paired_bootstrap(REFS, WORSE, list(WORSE), n_samples=200)
+    assert result["p_value"] == 1.0
+    assert result["system_score"] == result["baseline_score"]
+
+
+def test_clearly_better_system_is_significant():
+    result = paired_bootstrap(REFS, WORSE, REFS, n_samples=1000)
+    assert result["p_value"] < 0.01
+    assert result["p_value"] == pytest.approx(1 / 1001)
+    assert result["system_score"] == pytest.approx(100.0, abs=1e-9)
+    assert result["baseline_score"] == pytest.approx(bleu(WORSE, REFS)["score"], rel=1e-12)
+    assert result["baseline_score"] < 60
+    assert "bs:1000" in result["signature"] and "seed:12345" in result["signature"]
+    assert all(type(result[k]) is float for k in ("p_value", "baseline_score", "system_score", "mean", "ci"))
+
+
+def test_same_seed_same_result_and_env_restored():
+    half = [ref if i % 2 else worse for i, (ref, worse) in enumerate(zip(REFS, WORSE))]
+    before = os.environ.get("SACREBLEU_SEED")
+    first = paired_bootstrap(REFS, WORSE, half, n_samples=300, seed=7)
+    second = paired_bootstrap(REFS, WORSE, half, n_samples=300, seed=7)
+    other = paired_bootstrap(REFS, WORSE, half, n_samples=300, seed=8)
+    assert first == second
+    assert first["seed"] == 7 and "seed:7" in first["signature"]
+    assert (other["mean"], other["ci"]) != (first["mean"], first["ci"])  # the seed reaches sacrebleu
+    assert os.environ.get("SACREBLEU_SEED") == before
+
+
+def test_bootstrap_input_errors():
+    with pytest.raises(PipelineError, match="system has 1"):
+        paired_bootstrap(REFS, WORSE, ["x"])
+    with pytest.raises(PipelineError, match="seed"):
+        paired_bootstrap(REFS, WORSE, REFS, seed=0)
+    with pytest.raises(PipelineError, match="n_samples"):
+        paired_bootstrap(REFS, WORSE, REFS, n_samples=0)

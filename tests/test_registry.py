@@ -1,0 +1,213 @@
+"""The unified corpus registry and the remote corpus builder, against a loopback HTTP server."""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import json
+import logging
+import tarfile
+from pathlib import Path
+
+import pytest
+from test_download import make_tgz, make_zip, server  # noqa: F401  (server is a fixture)
+
+from pipeline.data import registry
+from pipeline.data.registry import CorpusSpec, fetch_corpus, fetch_spec, get_corpus
+from pipeline.data.remote import (ManualFile, Member, ParallelPart, RemoteFile, RemoteTask, SacrebleuSet,
+                                  build_remote, part)
+from pipeline.errors import PipelineError
+
+A_EN = ["Good morning .", "The house is small .", "I see two cats ."]
+A_DE = ["Guten Morgen .", "Das Haus ist klein .", "Ich sehe zwei Katzen ."]
+B_EN = ["Thank you !", "Where is the station ?"]
+B_DE = ["Danke !", "Wo ist der Bahnhof ?"]
+M_EN = ["One line\u2028two parts"]  # a line separator inside a line: normalised to a space
+M_DE = ["Eine Zeile"]
+DEV_EN = ["Hello .", "Bye ."]
+DEV_DE = ["Hallo .", "Tschüss ."]
+SB_SRC = ["A test sentence .", "Another one ."]
+SB_REF = ["Ein Testsatz .", "Noch einer ."]
+
+
+def text(lines: list[str], crlf: bool = False) -> bytes:
+    return "".join(line + ("\r\n" if crlf else "\n") for line in lines).encode()
+
+
+def read(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+def sacrebleu_cache(cache_dir: Path, test_set: str, pair: str, src: list[str], ref: list[str]) -> None:
+    """Pre-populate sacrebleu's text cache (cache_dir/sacrebleu) so the real CLI serves the set offline."""
+    name = test_set.replace("/", "_")
+    folder = cache_dir / "sacrebleu" / test_set
+    folder.mkdir(parents=True)
+    n = len(src)
+    for field, lines in (("src", src), ("ref", ref), ("docid", ["d1"] * n), ("genre", ["news"] * n),
+                         ("origlang", ["en"] * n)):
+        (folder / f"{name}.{pair}.{field}").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+
+
+@pytest.fixture
+def corpus_files(server, tmp_path):
+    """Serve a tar.gz (part A), a zip (part B, no checksum), two .gz dev files; a user dir holds part M."""
+    tgz = make_tgz({"training/a.de-en.de": text(A_DE), "training/a.de-en.en": text(A_EN), "README": b"r\n"})
+    zp = make_zip({"b.de": text(B_DE, crlf=True), "b.en": text(B_EN)})
+    dev_de, dev_en = gzip.compress(text(DEV_DE), mtime=0), gzip.compress(text(DEV_EN), mtime=0)
+    server.files = {"/a.tgz": tgz, "/b.zip": zp, "/dev.de.gz": dev_de, "/dev.en.gz": dev_en}
+    user = tmp_path / "user" / "m"
+    user.mkdir(parents=True)
+    (user / "m.en").write_bytes(text(M_EN))
+    (user / "m.de").write_bytes(text(M_DE))
+    return {"tgz": tgz, "zip": zp, "dev_de": dev_de, "dev_en": dev_en, "user": tmp_path / "user"}
+
+
+def loopback_task(server, files) -> RemoteTask:
+    """A RemoteTask whose files live on the loopback server (and one user-supplied directory)."""
+    a = RemoteFile("a", server.url("/a.tgz"), md5=md5(files["tgz"]), source="test")
+    b = RemoteFile("b", server.url("/b.zip"))
+    user = ManualFile("test_user_part", "a user-supplied test part", "the test")
+    dev_de = RemoteFile("dev_de", server.url("/dev.de.gz"), md5=md5(files["dev_de"]), source="test")
+    dev_en = RemoteFile("dev_en", server.url("/dev.en.gz"), md5=md5(files["dev_en"]), source="test")
+    return RemoteTask(
+        name="loop en-de", langs=("en", "de"), url="http://example.invalid/task",
+        train=(part("a", a, {"en": "training/a.de-en.en", "de": "training/a.de-en.de"}),
+               part("b", b, {"en": "b.en", "de": "b.de"}),
+               part("m", user, {"en": "m/m.en", "de": "m/m.de"})),
+        valid=ParallelPart("dev", (("en", Member(dev_en)), ("de", Member(dev_de)))),
+        test=SacrebleuSet("newstest2014", "wmt14/full"),
+    )
+
+
+def test_remote_spec_builds_layout_and_card(server, corpus_files, tmp_path, caplog):
+    task = loopback_task(server, corpus_files)
+    spec = CorpusSpec("loop-en-de", "en", "de", "remote", False, task=task, manual_keys=("test_user_part",))
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    sacrebleu_cache(cache, "wmt14/full", "en-de", SB_SRC, SB_REF)
+    manual = {"test_user_part": str(corpus_files["user"])}
+    with caplog.at_level(logging.WARNING):
+        card = fetch_spec(spec, out, cache, manual=manual, progress=False)
+    assert read(out / "train.en") == A_EN + B_EN + ["One line two parts"]
+    assert read(out / "train.de") == A_DE + B_DE + M_DE
+    assert read(out / "valid.en") == DEV_EN and read(out / "valid.de") == DEV_DE
+    assert read(out / "test.en") == SB_SRC and read(out / "test.de") == SB_REF
+    assert sorted(p.name for p in out.iterdir()) == ["datacard.json", "datacard.md", "test.de", "test.en",
+                                                     "train.de", "train.en", "valid.de", "valid.en"]
+    assert json.loads((out / "datacard.json").read_text(encoding="utf-8")) == card
+    splits = card["splits"]
+    assert [(p["name"], p["lines"]) for p in splits["train"]["parts"]] == [("a", 3), ("b", 2), ("m", 1)]
+    assert card["counts"] == {"train": 6, "valid": 2, "test": 2} and card["name"] == "loop-en-de"
+    assert [p["normalised_lines"] for p in splits["train"]["parts"]] == [0, 0, 1]
+    first = splits["train"]["parts"][0]["files"]
+    assert first["en"]["url"] == server.url("/a.tgz") and first["en"]["md5"] == md5(corpus_files["tgz"])
+    assert first["de"]["member"] == "training/a.de-en.de"
+    assert splits["test"]["parts"][0]["files"]["set"]["sacrebleu"] == "wmt14/full"
+    assert card["unverified"] == ["b", "paths.manual.test_user_part"]
+    assert any("UNVERIFIED" in r.message and "/b.zip" in r.message for r in caplog.records)
+    assert "| train | a | 3 |" in (out / "datacard.md").read_text(encoding="utf-8")
+    requests = len(server.requests)
+    assert requests == 4
+
+    # Reversed direction from the same downloads: sides swap, no new request.
+    rev = dataclasses.replace(task, test=task.valid)
+    build_remote(rev, "de", "en", tmp_path / "rev", cache, manual=manual, progress=False)
+    assert read(tmp_path / "rev" / "train.de") == A_DE + B_DE + M_DE
+    assert read(tmp_path / "rev" / "test.en") == DEV_EN
+    assert len(server.requests) == requests
+
+
+def test_mismatched_part_names_the_part(server, corpus_files, tmp_path):
+    server.files["/bad.zip"] = make_zip({"b.de": text(B_DE), "b.en": text(B_EN + ["one too many"])})
+    bad = RemoteFile("bad", server.url("/bad.zip"))
+    task = dataclasses.replace(loopback_task(server, corpus_files),
+                               train=(part("bad-part", bad, {"en": "b.en", "de": "b.de"}),), test=None)
+    task = dataclasses.replace(task, test=task.valid)
+    with pytest.raises(PipelineError, match=r"part 'bad-part': .*b\.en has 3 lines but .*b\.de has 2"):
+        build_remote(task, "en", "de", tmp_path / "out", tmp_path / "cache", progress=False)
+    assert not (tmp_path / "out" / "train.en").exists() and not (tmp_path / "out" / "datacard.json").exists()
+
+
+def test_invalid_utf8_names_file_and_line(server, corpus_files, tmp_path):
+    server.files["/latin.zip"] = make_zip({"l.de": "ok\nÄrger\n".encode("latin-1"), "l.en": b"ok\ntrouble\n"})
+    task = dataclasses.replace(loopback_task(server, corpus_files),
+                               train=(part("latin", RemoteFile("latin", server.url("/latin.zip")),
+                                           {"en": "l.en", "de": "l.de"}),), test=None)
+    task = dataclasses.replace(task, test=task.valid)
+    with pytest.raises(PipelineError, match=r"l\.de:2: invalid UTF-8"):
+        build_remote(task, "en", "de", tmp_path / "out", tmp_path / "cache", progress=False)
+
+
+def test_missing_user_path_names_the_params_key_before_any_download(tmp_path):
+    with pytest.raises(PipelineError, match=r"set params key 'paths\.manual\.wmt17_un_zh_en'.*UNv1\.0\.en-zh\.zh"):
+        fetch_corpus("wmt17-zh-en", tmp_path / "out", tmp_path / "cache", manual={})
+    assert not (tmp_path / "cache").exists()  # failed before downloading anything
+    manual = {"wmt17_un_zh_en": str(tmp_path / "nowhere"), "wmt17_cwmt_zh_en": str(tmp_path)}
+    with pytest.raises(PipelineError, match=r"'paths\.manual\.wmt17_un_zh_en' points to .*nowhere, which does not"):
+        fetch_corpus("wmt17-en-zh", tmp_path / "out", tmp_path / "cache", manual=manual)
+
+
+def test_user_supplied_archive_is_extracted(server, corpus_files, tmp_path):
+    archive = tmp_path / "user.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(corpus_files["user"] / "m", arcname="m")
+    task = dataclasses.replace(loopback_task(server, corpus_files), train=loopback_task(server, corpus_files).train[2:],
+                               test=loopback_task(server, corpus_files).valid)
+    build_remote(task, "en", "de", tmp_path / "out", tmp_path / "cache", manual={"test_user_part": str(archive)},
+                 progress=False)
+    assert read(tmp_path / "out" / "train.de") == M_DE
+
+
+def test_unknown_corpus_suggests_close_names():
+    with pytest.raises(PipelineError, match=r"unknown corpus 'wmt14-en-dx'; did you mean wmt14-en-de"):
+        get_corpus("wmt14-en-dx")
+    with pytest.raises(PipelineError, match=r"unknown corpus 'toy-revers'; did you mean toy-reverse"):
+        get_corpus("toy-revers")
+
+
+def test_registry_names_and_paper_entries():
+    names = set(registry.CORPORA)
+    assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
+            "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
+    assert all(n.startswith(("toy-", "wmt", "l10n-")) for n in names)
+    ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
+    assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task
+    assert [p.name for p in ende.task.train] == ["europarl-v7", "commoncrawl", "news-commentary-v9"]
+    assert [p.member("de").file.md5 for p in ende.task.train] == [
+        "c52404583294a1b609e56d45b2ed06f5", "7e0acbe86b0d7816300e14650f5b2bd4", "92e42b68f9d3c2ae9722e6d1c2623e21"]
+    assert (ende.task.valid.test_set, ende.task.test.test_set) == ("wmt13", "wmt14/full")
+    zhen = get_corpus("wmt17-zh-en")
+    assert zhen.manual_keys == ("wmt17_un_zh_en", "wmt17_cwmt_zh_en")
+    assert zhen.task.train[0].member("zh").file.md5 == "fc6b83b809347e64f511d291e4bc8731"
+    assert (zhen.task.valid.test_set, zhen.task.test.test_set) == ("wmt17/dev", "wmt17")
+    assert get_corpus("toy-reorder").pretokenized and not get_corpus("l10n-en-de").pretokenized
+    assert get_corpus("toy-copy").synthetic_task == "copy"
+
+
+def test_langs_and_sizes_are_validated(tmp_path):
+    with pytest.raises(PipelineError, match=r"'wmt14-en-de' is en->de, but langs = \('de', 'en'\); use wmt14-de-en"):
+        fetch_corpus("wmt14-en-de", tmp_path / "o", tmp_path / "c", langs=("de", "en"))
+    with pytest.raises(PipelineError, match=r"sizes key 'train_size' is not supported; allowed keys: valid_size, test"):
+        fetch_corpus("l10n-en-de", tmp_path / "o", tmp_path / "c", sizes={"train_size": 10})
+    with pytest.raises(PipelineError, match=r"'wmt14-en-de': sizes key 'train_size' is not supported; allowed keys: n"):
+        fetch_corpus("wmt14-en-de", tmp_path / "o", tmp_path / "c", sizes={"valid_size": 500, "train_size": 10})
+    with pytest.raises(PipelineError, match=r"sizes\.train_size = -1; expected a positive integer"):
+        fetch_corpus("toy-copy", tmp_path / "o", tmp_path / "c", sizes={"train_size": -1})
+    with pytest.raises(PipelineError, match=r"langs = \('en', 'en'\); expected two different codes"):
+        fetch_corpus("toy-copy", tmp_path / "o", tmp_path / "c", langs=("en", "en"))
+    assert not (tmp_path / "o").exists()
+
+
+def test_toy_corpus_takes_language_suffixes(tmp_path):
+    card = fetch_corpus("toy-reverse", tmp_path / "o", tmp_path / "c", langs=("en", "de"),
+                        sizes={"train_size": 20, "valid_size": 5, "test_size": 5}, seed=3)
+    assert isinstance(card, dict)
+    src, tgt = read(tmp_path / "o" / "train.en"), read(tmp_path / "o" / "train.de")
+    assert len(src) == 20 and len(tgt) == 20
+    assert all(t.split() == s.split()[::-1] for s, t in zip(src, tgt))
+    assert len(read(tmp_path / "o" / "valid.de")) == 5 and len(read(tmp_path / "o" / "test.en")) == 5
+    assert not (tmp_path / "o" / "train.src").exists()

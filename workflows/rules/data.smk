@@ -1,0 +1,95 @@
+# Corpus -> raw train/valid/test -> Moses/jieba tokens -> cleaned training pairs -> BPE -> vocabularies.
+
+
+rule fetch:
+    output:
+        directory(f"{R}/data/{{corpus}}/raw"),
+    params:
+        corpus=lambda wc: P.corpora[wc.corpus].__dict__,
+        manual=lambda wc: q(P.manual),
+        cache=P.downloads,
+        seed=P.seed,
+    log:
+        f"{R}/logs/fetch/{{corpus}}.log",
+    shell:
+        "python -m pipeline fetch --source {params.corpus[source]} --src {params.corpus[src]} "
+        "--tgt {params.corpus[tgt]} --out {output} --cache {params.cache} --manual {params.manual} "
+        "--seed {params.seed} --valid-size {params.corpus[valid_size]} --test-size {params.corpus[test_size]} "
+        "> {log} 2>&1"
+
+
+rule tokenize:
+    input:
+        f"{R}/data/{{corpus}}/raw",
+    output:
+        f"{R}/data/{{corpus}}/tok/{{split}}.{{side}}",
+    params:
+        lang=lambda wc: lang(P.corpora[wc.corpus], wc.side),
+        pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpora[wc.corpus].source).pretokenized else "",
+    log:
+        f"{R}/logs/tokenize/{{corpus}}.{{split}}.{{side}}.log",
+    shell:
+        "python -m pipeline tokenize --lang {params.lang} --input {input}/{wildcards.split}.{params.lang} "
+        "--output {output} {params.pretokenized} > {log} 2>&1"
+
+
+rule clean:
+    input:
+        src=f"{R}/data/{{corpus}}/tok/train.src",
+        tgt=f"{R}/data/{{corpus}}/tok/train.tgt",
+    output:
+        src=f"{R}/data/{{corpus}}/clean/train.src",
+        tgt=f"{R}/data/{{corpus}}/clean/train.tgt",
+        report=f"{R}/data/{{corpus}}/clean/report.json",
+    params:
+        max_len=lambda wc: P.corpora[wc.corpus].max_len,
+    log:
+        f"{R}/logs/clean/{{corpus}}.log",
+    shell:
+        "python -m pipeline clean --src-in {input.src} --tgt-in {input.tgt} --src-out {output.src} "
+        "--tgt-out {output.tgt} --report {output.report} --max-len {params.max_len} > {log} 2>&1"
+
+
+rule learn_bpe:
+    input:
+        src=f"{R}/data/{{corpus}}/clean/train.src",
+        tgt=f"{R}/data/{{corpus}}/clean/train.tgt",
+    output:
+        directory(f"{R}/data/{{corpus}}/bpe/codes"),
+    params:
+        merges=lambda wc: P.corpora[wc.corpus].bpe_merges,
+        joint=lambda wc: "--joint" if P.corpora[wc.corpus].joint_bpe else "",
+    log:
+        f"{R}/logs/learn_bpe/{{corpus}}.log",
+    shell:
+        "python -m pipeline learn-bpe --langs src tgt --inputs {input.src} {input.tgt} --codes-dir {output} "
+        "--merges {params.merges} {params.joint} > {log} 2>&1"
+
+
+def bpe_input(wildcards):
+    stage = "clean" if wildcards.split == "train" else "tok"
+    return data(wildcards.corpus, stage, f"{wildcards.split}.{wildcards.side}")
+
+
+rule apply_bpe:
+    input:
+        codes=f"{R}/data/{{corpus}}/bpe/codes",
+        text=bpe_input,
+    output:
+        f"{R}/data/{{corpus}}/bpe/{{split}}.{{side}}",
+    log:
+        f"{R}/logs/apply_bpe/{{corpus}}.{{split}}.{{side}}.log",
+    shell:
+        "python -m pipeline apply-bpe --codes-dir {input.codes} --side {wildcards.side} --input {input.text} "
+        "--output {output} > {log} 2>&1"
+
+
+rule vocab:
+    input:
+        f"{R}/data/{{corpus}}/bpe/train.{{side}}",
+    output:
+        f"{R}/data/{{corpus}}/bpe/vocab.{{side}}",
+    log:
+        f"{R}/logs/vocab/{{corpus}}.{{side}}.log",
+    shell:
+        "python -m pipeline vocab --inputs {input} --output {output} > {log} 2>&1"

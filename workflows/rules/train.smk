@@ -1,0 +1,61 @@
+# One trained system per experiment. Checkpoints live in runs/<exp> (not an output), so a killed or
+# preempted job resumes when rerun; the output is the final model.
+
+
+def train_inputs(wildcards):
+    exp = P.experiments[wildcards.exp]
+    files = {
+        f"{split}_{side}": data(exp.corpus, "bpe", f"{split}.{side}")
+        for split in ("train", "valid")
+        for side in ("src", "tgt")
+    }
+    files.update(src_vocab=data(exp.corpus, "bpe", "vocab.src"), tgt_vocab=data(exp.corpus, "bpe", "vocab.tgt"))
+    if exp.init:
+        files["init"] = f"{model_dir(exp.init)}/model.pt"
+    return files
+
+
+def train_spec(wildcards):
+    """Everything that defines the trained weights; a change reruns the job (Snakemake's params trigger)."""
+    exp = P.experiments[wildcards.exp]
+    model = P.models[exp.model]
+    return {"experiment": exp.name, "arch": model.arch, "options": model.options,
+            "recipe": P.recipes[exp.recipe].train, "seed": P.seed, "init": exp.init}
+
+
+def launcher(wildcards, resources):
+    """One process per GPU through torchrun (DDP); plain python on one GPU or the CPU."""
+    if resources.gpu > 1:
+        return f"torchrun --standalone --nproc_per_node {resources.gpu} -m pipeline"
+    return "python -m pipeline"
+
+
+def recipe_resources(key):
+    return lambda wildcards: getattr(P.recipes[P.experiments[wildcards.exp].recipe].resources, key)
+
+
+rule train:
+    input:
+        unpack(train_inputs),
+    output:
+        model=f"{R}/models/{{exp}}/model.pt",
+        summary=f"{R}/models/{{exp}}/train.json",
+    params:
+        spec=lambda wc: q(train_spec(wc)),
+        init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
+        run_dir=f"{R}/runs/{{exp}}",
+        out_dir=f"{R}/models/{{exp}}",
+        launcher=launcher,
+    threads: lambda wc: recipe_resources("cpus")(wc)
+    resources:
+        gpu=recipe_resources("gpu"),
+        runtime=recipe_resources("runtime"),
+        mem_mb=recipe_resources("mem_mb"),
+    log:
+        f"{R}/logs/train/{{exp}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} {params.launcher} train --spec {params.spec} "
+        "--train-src {input.train_src} --train-tgt {input.train_tgt} "
+        "--valid-src {input.valid_src} --valid-tgt {input.valid_tgt} "
+        "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "
+        "--run-dir {params.run_dir} --out-dir {params.out_dir} --no-progress > {log} 2>&1"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# After `dvc pull` / `dvc checkout` / `dvc exp apply`: make Snakemake agree with DVC, so nothing retrains.
+# DVC restores files in arbitrary mtime order and Snakemake's .snakemake/metadata is absent (fresh clone) or
+# describes another state. If, and only if, DVC says the workspace matches dvc.lock, re-stamp the DAG:
+# --touch sets mtimes in DAG order and rewrites the metadata. Targets default to every table in params.yaml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(python -m pipeline targets); fi
+if ! dvc status --quiet; then
+  echo "sync_after_pull: the workspace differs from dvc.lock (see 'dvc status'); run 'dvc pull' first" >&2
+  exit 1
+fi
+snakemake --touch --cores 1 --quiet all -- "${targets[@]}"
+if ! snakemake -n --quiet all -- "${targets[@]}" 2>&1 | grep -q "Nothing to be done"; then
+  echo "sync_after_pull: snakemake still sees work to do for ${targets[*]}" >&2
+  exit 1
+fi
+echo "sync_after_pull: snakemake and dvc agree; up to date: ${targets[*]}"
