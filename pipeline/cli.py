@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -114,8 +115,18 @@ def cmd_train(args) -> None:
             "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
     summary = fit(model, train, valid, recipe, run_dir=run_dir, out_dir=Path(args.out_dir), meta=meta,
                   init_state=init_state, progress=not args.no_progress)
+    _publish_curves(Path(args.out_dir) / "dvclive", Path(args.curves_dir))
     (run_dir / "COMPLETE").touch()
     print(json.dumps(summary))
+
+
+def _publish_curves(live_dir: Path, curves_dir: Path) -> None:
+    """Copy the dvclive curve files (train/*.tsv, valid/*.tsv) to where `dvc plots show` collects them."""
+    tmp = curves_dir.with_name(f".{curves_dir.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(live_dir / "plots" / "metrics", tmp)
+    shutil.rmtree(curves_dir, ignore_errors=True)
+    os.replace(tmp, curves_dir)
 
 
 def cmd_translate(args) -> None:
@@ -240,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = step("train", cmd_train, "train one system (resumes from its run directory)")
     p.add_argument("--spec", required=True, help="JSON: experiment, arch, options, recipe, seed")
     for name in ("--train-src", "--train-tgt", "--valid-src", "--valid-tgt", "--src-vocab", "--tgt-vocab",
-                 "--run-dir", "--out-dir"):
+                 "--run-dir", "--out-dir", "--curves-dir"):
         p.add_argument(name, required=True)
     p.add_argument("--init", default=None, help="model.pt of the system to start from")
     p.add_argument("--no-progress", action="store_true")

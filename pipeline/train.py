@@ -294,6 +294,10 @@ class CurveLog:
     def advance(self) -> None:
         self.bar.update(1)
 
+    def note(self, text: str) -> None:
+        """One line for the job log (above the bar when there is one)."""
+        self.bar.write(text, file=sys.stderr)
+
     def close(self) -> None:
         self.bar.close()
 
@@ -504,6 +508,9 @@ class Trainer:
                 save_atomic({**self._record(), "valid_nll": nll}, self.run_dir / "best.pt")
         if self.log:
             self.log.log(self.state.step, {"valid/loss": loss, "valid/nll": nll, "valid/ppl": math.exp(min(nll, 50))})
+            rate = self.state.tokens / self.state.elapsed if self.state.elapsed else 0.0
+            self.log.note(f"step {self.state.step}/{self.recipe.max_steps}: train loss {self.state.last_train[0]:.3f}, "
+                          f"valid loss {loss:.3f} (ppl {math.exp(min(nll, 50)):.1f}), {rate:.0f} tokens/s")
 
     def _log_window(self, lr: float) -> None:
         loss, nll, tokens, steps = self.state.window

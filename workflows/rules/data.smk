@@ -1,5 +1,9 @@
 # Corpus -> raw train/valid/test -> Moses/jieba tokens -> cleaned training pairs -> BPE -> vocabularies.
 
+localrules:
+    fetch,  # downloads run on the submit host: cluster compute nodes often have no internet
+
+
 
 rule fetch:
     output:

@@ -40,6 +40,7 @@ rule train:
     output:
         model=f"{R}/models/{{exp}}/model.pt",
         summary=f"{R}/models/{{exp}}/train.json",
+        curves=directory(f"{R}/curves/{{exp}}"),
     params:
         spec=lambda wc: q(train_spec(wc)),
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
@@ -58,4 +59,4 @@ rule train:
         "--train-src {input.train_src} --train-tgt {input.train_tgt} "
         "--valid-src {input.valid_src} --valid-tgt {input.valid_tgt} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "
-        "--run-dir {params.run_dir} --out-dir {params.out_dir} --no-progress > {log} 2>&1"
+        "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {output.curves} --no-progress > {log} 2>&1"
