@@ -20,3 +20,16 @@ def _single_thread_torch():
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def server():
+    """A loopback HTTP server the test fills with files (tests/loopback.py)."""
+    from loopback import LoopbackServer
+    srv = LoopbackServer()
+    srv.thread.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+
+

@@ -2,9 +2,11 @@
 
 Also: an edit of one experiment (dvc exp run -S) reruns only that system and what depends on it.
 """
+import json
+
 import pytest
 
-from workspace import TABLE, make_workspace, run
+from workspace import TABLE, TOY_PARAMS, make_workspace, run
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +28,12 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     assert (ws / TABLE).exists()
     assert "Data and pipelines are up to date" in run(["dvc", "status"], ws).stdout
     assert not stages_run(run(["dvc", "repro"], ws).stdout)      # a second repro does nothing
+
+    plots = json.loads(run(["dvc", "plots", "show", "--json"], ws).stdout)   # dvclive learning curves
+    assert not plots.get("errors"), plots.get("errors")
+    for exp, recipe in (("zhen-base", "toy"), ("ende-base-biarn", "toy-finetune")):
+        curve = plots["data"][f"artifacts/tiny/curves/{exp}/train/loss.tsv"][0]["content"]["data"]["values"]
+        assert int(curve[-1]["step"]) == TOY_PARAMS["recipes"][recipe]["max_steps"]
 
     run(["dvc", "push"], ws)
     run(["git", "add", "-A"], ws)

@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from test_download import make_tgz, make_zip, server  # noqa: F401  (server is a fixture)
+from loopback import make_tgz, make_zip
 
 from pipeline.data import registry
 from pipeline.data.registry import CorpusSpec, fetch_corpus, fetch_spec, get_corpus

@@ -1,7 +1,6 @@
 """hao2019: a Transformer with an additional recurrence encoder (BiARN or BiRNN) read by the decoder (sec. 3)."""
 from __future__ import annotations
 
-
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 from pipeline.data.vocab import PAD, SPECIALS
 from pipeline.errors import PipelineError
 from pipeline.models.layers import FeedForward, MultiHeadAttention, Seq2Seq, SinusoidalPositions
-from pipeline.models.options import TransformerOptions, _require
+from pipeline.models.options import TransformerOptions
 
 
 class EncoderLayer(nn.Module):

@@ -2,6 +2,10 @@
 # preempted job resumes when rerun; the output is the final model.
 
 
+# the dvclive learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
+CURVES = ("train/loss", "train/nll", "train/lr", "valid/loss", "valid/nll", "valid/ppl")
+
+
 def train_inputs(wildcards):
     exp = P.experiments[wildcards.exp]
     files = {
@@ -40,12 +44,13 @@ rule train:
     output:
         model=f"{R}/models/{{exp}}/model.pt",
         summary=f"{R}/models/{{exp}}/train.json",
-        curves=directory(f"{R}/curves/{{exp}}"),
+        curves=[f"{R}/curves/{{exp}}/{curve}.tsv" for curve in CURVES],
     params:
         spec=lambda wc: q(train_spec(wc)),
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         run_dir=f"{R}/runs/{{exp}}",
         out_dir=f"{R}/models/{{exp}}",
+        curves_dir=f"{R}/curves/{{exp}}",
         launcher=launcher,
     threads: lambda wc: recipe_resources("cpus")(wc)
     resources:
@@ -59,4 +64,4 @@ rule train:
         "--train-src {input.train_src} --train-tgt {input.train_tgt} "
         "--valid-src {input.valid_src} --valid-tgt {input.valid_tgt} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "
-        "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {output.curves} --no-progress > {log} 2>&1"
+        "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {params.curves_dir} --no-progress > {log} 2>&1"
