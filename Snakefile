@@ -14,4 +14,4 @@ include: "workflows/rules/report.smk"
 rule all:
     default_target: True
     input:
-        [table.target for table in P.tables.values()],
+        [out for table in P.tables.values() for out in (table.target, table.rendering)],

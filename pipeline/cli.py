@@ -168,27 +168,108 @@ def cmd_significance(args) -> None:
     print(f"{args.system} vs {args.baseline}: p = {result['p_value']:.4f}")
 
 
+def cmd_length_bins(args) -> None:
+    from pipeline.evaluate.bleu import target_tokenizer
+    from pipeline.evaluate.length import bleu_by_length
+    bins = bleu_by_length(read_lines(args.src), read_lines(args.hyp), read_lines(args.ref),
+                          tokenize=target_tokenizer(args.lang))
+    _write_json(args.output, bins)
+
+
+def cmd_probing_data(args) -> None:
+    from pipeline.evaluate.probing import build_text_tasks, fetch_senteval
+    if args.source == "senteval":
+        summary = fetch_senteval(Path(args.out), Path(args.cache))
+    else:
+        sentences = [line for path in args.sentences for line in read_lines(path)]
+        summary = build_text_tasks(sentences, Path(args.out), seed=args.seed, max_per_task=args.max_per_task)
+    print(json.dumps(summary, ensure_ascii=False))
+
+
+def cmd_probe(args) -> None:
+    from pipeline.checkpoint import load_model
+    from pipeline.data.subword import codes_for, load_bpe
+    from pipeline.data.tokenize import tokenize_lines
+    from pipeline.data.vocab import Vocab
+    from pipeline.evaluate.probing import run_probing
+
+    model, _ = load_model(Path(args.model))
+    bpe, vocab = load_bpe(codes_for(Path(args.codes_dir), "src")), Vocab.load(args.src_vocab)
+
+    def encode_lines(lines: list[str]) -> list[list[int]]:
+        """The model's own preprocessing: tokenise, BPE, vocabulary ids."""
+        return [vocab.encode(bpe.process_line(line)) for line in tokenize_lines(lines, args.lang)]
+
+    tasks = {path.stem: path for path in sorted(Path(args.tasks_dir).glob("*.txt"))}
+    results = run_probing(model, encode_lines, tasks, **json.loads(args.settings))
+    _write_json(args.output, results)
+    print(json.dumps({task: round(r["test"], 2) for task, r in results.items()}))
+
+
+def _cell(files: dict) -> dict:
+    """One cell of a table from its files: BLEU, parameters, speed, significance, probing accuracies."""
+    model = _read_json(files["model"])
+    cell = {"bleu": _read_json(files["score"])["score"], "params": model["n_params"]}
+    if model.get("steps_per_s") is not None:
+        cell["steps_per_s"] = model["steps_per_s"]
+    if files.get("significance"):
+        cell["p_value"] = _read_json(files["significance"])["p_value"]
+    if files.get("baseline_model"):
+        cell["baseline_params"] = _read_json(files["baseline_model"])["n_params"]
+    if files.get("probing"):
+        cell["probing"] = {task: result["test"] for task, result in _read_json(files["probing"]).items()}
+    return cell
+
+
 def cmd_table(args) -> None:
-    from pipeline.report import hao2019
+    from pipeline.report.hao2019 import LAYOUTS
     from pipeline.report.table import write_table
     spec = json.loads(args.spec)
-    ours: dict = {}
-    for row, by_pair in spec["cells"].items():
-        for pair, files in by_pair.items():
-            score, model = _read_json(files["score"]), _read_json(files["model"])
-            cell = {"bleu": score["score"], "params": model["n_params"], "p_value": None, "baseline_params": None}
-            if files.get("significance"):
-                cell["p_value"] = _read_json(files["significance"])["p_value"]
-            if files.get("baseline_model"):
-                cell["baseline_params"] = _read_json(files["baseline_model"])["n_params"]
-            ours.setdefault(row, {})[pair] = cell
-            spec["footer"].setdefault("bleu_signature", {})[pair] = score["signature"]
-    builders = {"hao2019-table3": hao2019.table3}
-    if args.name not in builders:
-        raise PipelineError(f"table '{args.name}': no layout for it; known: {', '.join(builders)}")
-    table = builders[args.name](ours, spec["footer"])
-    write_table(table, args.output, args.markdown)
-    print(table.to_markdown())
+    if args.name not in LAYOUTS:
+        raise PipelineError(f"table '{args.name}': no layout for it; known: {', '.join(LAYOUTS)}")
+    cells, footer = spec["cells"], spec["footer"]
+    footer["bleu_signature"] = {pair: _read_json(files["score"])["signature"]
+                                for by_pair in cells.values() for pair, files in by_pair.items()}
+    runs = [_read_json(files["model"]) for by_pair in cells.values() for files in by_pair.values()]
+    footer["device"] = ", ".join(sorted({f"{run['device']} x {run['world_size']} process(es)" for run in runs}))
+    if any("length" in files for by_pair in cells.values() for files in by_pair.values()):
+        ours = {row: _read_json(files["length"]) for row, by_pair in cells.items() for files in by_pair.values()}
+    else:
+        ours = {row: {pair: _cell(files) for pair, files in by_pair.items()} for row, by_pair in cells.items()}
+    result = LAYOUTS[args.name](ours, footer)
+    if args.figure:
+        from pipeline.report.figures import save_figure
+        table, figure = result
+        write_table(table, args.output)
+        save_figure(figure, Path(args.figure))
+    else:
+        write_table(result, args.output, args.markdown)
+        print(result.to_markdown())
+
+
+def cmd_describe(args) -> None:
+    import torch
+
+    from pipeline.config import load_params
+    from pipeline.models.registry import build_model, count_parameters
+
+    params = load_params(args.params, scale=args.scale)
+    if args.experiment not in params.experiments:
+        raise PipelineError(f"unknown experiment '{args.experiment}'; defined: {', '.join(params.experiments)}")
+    exp = params.experiments[args.experiment]
+    corpus = params.corpora[exp.corpus]
+    vocab = args.vocab or corpus.bpe_merges  # our approximation when no vocabulary is built yet
+    arch, options = params.model_options(exp.name)
+    with torch.device("meta"):  # shapes only: paper-size models cost no memory
+        model = build_model(arch, options, vocab, vocab)
+    total = count_parameters(model)
+    line = f"{exp.name} ({params.scale}): {arch} {options}\n  parameters: {total:,} with {vocab:,}-token vocabularies"
+    if exp.init:
+        base_arch, base_options = params.model_options(exp.init)
+        with torch.device("meta"):
+            base = count_parameters(build_model(base_arch, base_options, vocab, vocab))
+        line += f"\n  added over {exp.init}: {total - base:,}"
+    print(line)
 
 
 # ---------------------------------------------------------------------------------------------- parser
@@ -272,11 +353,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-samples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=12345)
 
-    p = step("table", cmd_table, "build a paper's table from score files and the paper's numbers")
+    p = step("length-bins", cmd_length_bins, "BLEU by source length bins (the paper's bins)")
+    for name in ("--src", "--hyp", "--ref", "--lang", "--output"):
+        p.add_argument(name, required=True)
+
+    p = step("probing-data", cmd_probing_data, "probing tasks: built from text (tiny) or SentEval's files (paper)")
+    p.add_argument("--source", choices=("text", "senteval"), required=True)
+    p.add_argument("--sentences", nargs="+", default=[])
+    p.add_argument("--out", required=True)
+    p.add_argument("--cache", required=True)
+    p.add_argument("--max-per-task", type=int, default=6000)
+    p.add_argument("--seed", type=int, default=1)
+
+    p = step("probe", cmd_probe, "probing classifiers on a frozen encoder's sentence means")
+    for name in ("--model", "--tasks-dir", "--codes-dir", "--src-vocab", "--lang", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--settings", default="{}", help="JSON: seed, epochs, hidden")
+
+    p = step("table", cmd_table, "build a paper's table or figure from score files and the paper's numbers")
     p.add_argument("--name", required=True)
     p.add_argument("--spec", required=True, help="JSON: cells (row -> pair -> files) and footer")
     p.add_argument("--output", required=True)
-    p.add_argument("--markdown", required=True)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--markdown", help="the rendered table (.md)")
+    target.add_argument("--figure", help="the figure (.png)")
+
+    p = step("describe", cmd_describe, "an experiment's architecture and parameter count at a scale")
+    p.add_argument("experiment")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--scale", choices=("tiny", "paper"))
+    p.add_argument("--vocab", type=int, default=None, help="vocabulary size per side (default: the BPE merges)")
     return parser
 
 

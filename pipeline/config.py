@@ -72,20 +72,29 @@ class Experiment:
     model: str
     recipe: str
     init: str | None = None
+    options: dict = field(default_factory=dict)  # overrides of the preset's options for this system only
 
 
 @dataclass(frozen=True)
 class Table:
-    """Which experiment fills which cell of a paper's table."""
+    """Which experiment fills which cell of a paper's table or figure, and what else the layout needs."""
     name: str
     paper: str
-    number: int
+    output: str                 # results/<paper>/<output>.tsv (+ .md for tables, .png for figures)
     cells: dict
     baselines: dict
+    figure: bool = False
+    probing: bool = False       # the layout shows probing accuracies (hao2019 Table 5)
+    length_bins: bool = False   # the layout shows BLEU by source length
 
     @property
     def target(self) -> str:
-        return f"results/{self.paper}/table{self.number}.tsv"
+        return f"results/{self.paper}/{self.output}.tsv"
+
+    @property
+    def rendering(self) -> str:
+        """The .md of a table or the .png of a figure."""
+        return f"results/{self.paper}/{self.output}.{'png' if self.figure else 'md'}"
 
     def experiments(self) -> list[str]:
         return sorted({exp for row in self.cells.values() for exp in row.values()})
@@ -106,6 +115,13 @@ class Params:
     significance: dict
     experiments: dict[str, Experiment]
     tables: dict[str, Table] = field(default_factory=dict)
+    probing: dict = field(default_factory=dict)
+
+    def model_options(self, experiment: str) -> tuple[str, dict]:
+        """The architecture and options of an experiment: its preset plus its own overrides."""
+        exp = self.experiments[experiment]
+        preset = self.models[exp.model]
+        return preset.arch, {**preset.options, **exp.options}
 
     @property
     def root(self) -> str:
@@ -177,7 +193,7 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
     if not isinstance(raw, dict):
         raise PipelineError(f"{source}: expected a mapping at the top level")
     top = ("scale", "seed", "paths", "corpora", "models", "recipes", "decoding", "significance",
-           "experiments", "finetunes", "tables")
+           "experiments", "finetunes", "tables", "figures", "probing")
     scale = scale or raw.get("scale", "tiny")
     if scale not in SCALES:
         raise PipelineError(f"{source}: scale: expected one of {', '.join(SCALES)}, got {scale!r}")
@@ -207,7 +223,16 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
             if exp.init == name:
                 r.fail(f"finetunes.{name}.init", "an experiment cannot start from itself")
 
-    tables = {name: _table(r, name, spec, experiments) for name, spec in r.mapping(raw.get("tables") or {}, "tables").items()}
+    tables: dict[str, Table] = {}
+    for group in ("tables", "figures"):
+        for name, spec in r.mapping(raw.get(group) or {}, group).items():
+            if name in tables:
+                r.fail(f"{group}.{name}", "name already used by a table or figure")
+            tables[name] = _table(r, group, name, spec, experiments)
+    probing = _flat(r, raw.get("probing", {}), "probing", {"corpus": str, "max_per_task": int, "seed": int,
+                                                           "epochs": int, "hidden": int, "lr": float})
+    if "corpus" in probing:
+        r.name_ref(probing["corpus"], "probing.corpus", corpora, "corpus")
     return Params(
         scale=scale,
         seed=r.value(raw.get("seed", 1), "seed", int),
@@ -215,7 +240,7 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
         downloads=r.value(paths.get("downloads", "artifacts/downloads"), "paths.downloads", str),
         manual={k: r.value(v, f"paths.manual.{k}", str) for k, v in manual.items()},
         corpora=corpora, models=models, recipes=recipes, decoding=decoding, significance=significance,
-        experiments=experiments, tables=tables,
+        experiments=experiments, tables=tables, probing=probing,
     )
 
 
@@ -248,15 +273,21 @@ def _models(r: _Reader, raw: dict) -> dict[str, ModelPreset]:
         arch = r.value(spec.pop("arch"), f"{key}.arch", str)
         if arch not in OPTIONS:
             r.fail(f"{key}.arch", f"unknown architecture '{arch}'; known: {', '.join(OPTIONS)}")
-        options = {}
-        for opt, value in spec.items():
-            if isinstance(value, dict):
-                r.keys(value, f"{key}.{opt}", SCALES, required=SCALES)
-                value = value[r.scale]
-            options[opt] = value
+        options = _scaled_options(r, key, spec)
         _check_model_options(r, key, arch, options)
         presets[name] = ModelPreset(name=name, arch=arch, options=options)
     return presets
+
+
+def _scaled_options(r: _Reader, key: str, spec: dict) -> dict:
+    """Option values with `{tiny:, paper:}` resolved for the active scale (types are checked by the arch)."""
+    options = {}
+    for opt, value in spec.items():
+        if isinstance(value, dict):
+            r.keys(value, f"{key}.{opt}", SCALES, required=SCALES)
+            value = value[r.scale]
+        options[opt] = value
+    return options
 
 
 def _check_model_options(r: _Reader, key: str, arch: str, options: dict) -> None:
@@ -280,21 +311,26 @@ def _recipe(r: _Reader, name: str, spec: Any) -> Recipe:
 def _experiment(r, group, name, spec, corpora, models, recipes) -> Experiment:
     key = f"{group}.{name}"
     spec = r.mapping(spec, key)
-    allowed = ("corpus", "model", "recipe") + (("init",) if group == "finetunes" else ())
-    r.keys(spec, key, allowed, required=allowed)
+    required = ("corpus", "model", "recipe") + (("init",) if group == "finetunes" else ())
+    r.keys(spec, key, required + ("options",), required=required)
+    model = r.name_ref(spec["model"], f"{key}.model", models, "model preset")
+    options = _scaled_options(r, f"{key}.options", r.mapping(spec.get("options") or {}, f"{key}.options"))
+    _check_model_options(r, f"{key}.options", models[model].arch, {**models[model].options, **options})
     return Experiment(
         name=name,
         corpus=r.name_ref(spec["corpus"], f"{key}.corpus", corpora, "corpus"),
-        model=r.name_ref(spec["model"], f"{key}.model", models, "model preset"),
+        model=model,
         recipe=r.name_ref(spec["recipe"], f"{key}.recipe", recipes, "recipe"),
         init=spec.get("init"),
+        options=options,
     )
 
 
-def _table(r: _Reader, name: str, spec: Any, experiments: dict) -> Table:
-    key = f"tables.{name}"
+def _table(r: _Reader, group: str, name: str, spec: Any, experiments: dict) -> Table:
+    key = f"{group}.{name}"
     spec = r.mapping(spec, key)
-    r.keys(spec, key, ("paper", "table", "cells", "baselines"), required=("paper", "table", "cells"))
+    r.keys(spec, key, ("paper", "output", "cells", "baselines", "probing", "length_bins"),
+           required=("paper", "output", "cells"))
     cells = {}
     for row, by_pair in r.mapping(spec["cells"], f"{key}.cells").items():
         by_pair = r.mapping(by_pair, f"{key}.cells.{row}")
@@ -304,5 +340,10 @@ def _table(r: _Reader, name: str, spec: Any, experiments: dict) -> Table:
     for row, base in r.mapping(spec.get("baselines") or {}, f"{key}.baselines").items():
         r.name_ref(row, f"{key}.baselines.{row}", cells, "table row")
         baselines[row] = r.name_ref(base, f"{key}.baselines.{row}", cells, "table row")
-    return Table(name=name, paper=r.value(spec["paper"], f"{key}.paper", str),
-                 number=r.value(spec["table"], f"{key}.table", int), cells=cells, baselines=baselines)
+    output = r.value(spec["output"], f"{key}.output", str)
+    if not output.replace("_", "").isalnum():
+        r.fail(f"{key}.output", f"expected a file stem such as table3 or fig5, got {output!r}")
+    return Table(name=name, paper=r.value(spec["paper"], f"{key}.paper", str), output=output, cells=cells,
+                 baselines=baselines, figure=group == "figures",
+                 probing=r.value(spec.get("probing", False), f"{key}.probing", bool),
+                 length_bins=r.value(spec.get("length_bins", False), f"{key}.length_bins", bool))

@@ -144,3 +144,12 @@ def test_generic_table_rejects_ragged_rows_and_tabs():
         Table("T", ["a", "b"], [["1"]])
     with pytest.raises(PipelineError, match="row 1 cell 2"):
         Table("T", ["a", "b"], [["1", "x\ty"]])
+
+
+def test_registry_holds_every_hao2019_table_and_new_cell_fields_default_to_none():
+    assert list(REPORTED["hao2019"]) == ["table1", "table2", "table3", "table4", "table5", "fig5"]
+    cell = HAO2019_TABLE3.row("base").cells["en-de"]
+    assert (cell.speed, cell.probing, cell.speed_value, cell.probing_value("WC")) == (None, None, None, None)
+    assert HAO2019_TABLE3.row("base").setting == ""
+    with pytest.raises(PipelineError, match="no reported 'table6'; known: table1, table2, table3"):
+        reported("hao2019", "table6")

@@ -109,10 +109,18 @@ def test_recipe_validation_names_the_key():
 
 # -------------------------------------------------------------------------------- real training runs
 SMALL = dict(d_model=64, ffn_dim=128, heads=4, enc_layers=2, dec_layers=2)
-# Options per registered architecture; a newly registered one fails here until it gets an entry.
-ARCH_OPTIONS = {
-    "transformer": dict(SMALL),
-    "recurrence": dict(SMALL, rec_type="biarn", rec_steps=8, integration="stack", integrate_into="top"),
+# Every model variant the tables use: (architecture, options). A newly registered architecture fails
+# test_every_architecture_has_a_copy_task_variant until it gets an entry.
+REC = dict(SMALL, rec_type="biarn", rec_steps=8, integration="stack", integrate_into="top")
+VARIANTS = {
+    "transformer": ("transformer", dict(SMALL)),
+    "transformer-relpos": ("transformer", dict(SMALL, rel_pos_k=4)),
+    "transformer-disan": ("transformer", dict(SMALL, disan=True)),
+    "recurrence": ("recurrence", REC),
+    "recurrence-birnn": ("recurrence", dict(REC, rec_type="birnn")),
+    "recurrence-gated-all": ("recurrence", dict(REC, integration="gated", integrate_into="all")),
+    "recurrence-stack-all-tJ": ("recurrence", dict(REC, integrate_into="all", rec_steps=0)),
+    "multicolumn": ("multicolumn", dict(SMALL, rnn_layers=2)),
 }
 
 
@@ -131,10 +139,15 @@ def _meta(arch, options, vocab):
     return {"arch": arch, "options": options, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab)}
 
 
-@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
-def test_every_architecture_learns_the_copy_task(arch, tmp_path):
+def test_every_architecture_has_a_copy_task_variant():
+    assert {arch for arch, _ in VARIANTS.values()} == set(ARCHITECTURES)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_variant_learns_the_copy_task(variant, tmp_path):
     train, valid, test, vocab = _copy_data(2000)
-    options = dict(ARCH_OPTIONS[arch], dropout=0.0)
+    arch, options = VARIANTS[variant]
+    options = dict(options, dropout=0.0)
     seed_everything(1)
     model = build_model(arch, options, len(vocab), len(vocab))
     recipe = Recipe(lr=3e-3, warmup=50, max_steps=250, batch_tokens=1000, checkpoint_every=250, valid_every=125)
@@ -143,7 +156,7 @@ def test_every_architecture_learns_the_copy_task(arch, tmp_path):
     assert summary["steps"] == 250 and summary["final_valid_nll"] < 0.5
     hyps = translate_lines(model, vocab, vocab, [s for s, _ in test], beam=4, progress=False)
     bleu = sacrebleu.corpus_bleu(hyps, [[t for _, t in test]]).score
-    assert bleu >= 90, f"{arch}: copy-task BLEU {bleu:.1f}"
+    assert bleu >= 90, f"{variant}: copy-task BLEU {bleu:.1f}"
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ def test_local_snakemake_builds_table_then_has_nothing_to_do(tmp_path):
     score = json.loads((ws / "artifacts/tiny/eval/ende-base/test.json").read_text())
     assert f"{score['score']:.2f}" == re.sub(r"[⇑↑]", "", ours(rows, "En-De BLEU (ours)")[0])
     assert "case:mixed" in score["signature"]
-    sig = json.loads((ws / "artifacts/tiny/significance/hao2019-table3/ende-base-biarn.json").read_text())
+    sig = json.loads((ws / "artifacts/tiny/tables/hao2019-table3/significance/ende-base-biarn.json").read_text())
     assert 0.0 <= sig["p_value"] <= 1.0
     footer = (ws / TABLE).read_text().splitlines()
     assert any(line.startswith("#") and "scale: tiny" in line for line in footer)

@@ -54,15 +54,34 @@ TOY_PARAMS = {
     },
     "tables": {
         "hao2019-table3": {
-            "paper": "hao2019", "table": 3,
+            "paper": "hao2019", "output": "table3",
             "cells": {"base": {"zh-en": "zhen-base", "en-de": "ende-base"},
                       "base+biarn": {"zh-en": "zhen-base-biarn", "en-de": "ende-base-biarn"}},
             "baselines": {"base+biarn": "base"},
         }
     },
+    "figures": {},
 }
 TABLE = "results/hao2019/table3.tsv"
 PROJECT_FILES = ("Snakefile", "dvc.yaml", "workflows", "pipeline", "slurm", ".dvcignore")
+
+
+def toy_project_params() -> dict:
+    """The project's own params.yaml with every corpus, model and recipe shrunk to toy size (same tables)."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    toy_corpus = {"max_len": 30, "bpe_merges": 30, "valid_size": 40, "test_size": 60}
+    for name, corpus in params["corpora"].items():
+        corpus.update(toy_corpus, source="toy-reorder" if corpus["src"] == "zh" else "toy-copy")
+    for model in params["models"].values():
+        model.update({k: v for k, v in _TOY_MODEL.items() if k in model})
+        if "rnn_layers" in model:
+            model["rnn_layers"] = 2
+    for name, recipe in params["recipes"].items():
+        recipe.update(TOY_PARAMS["recipes"]["toy-finetune" if name == "finetune" else "toy"])
+    params["decoding"] = dict(TOY_PARAMS["decoding"])
+    params["significance"] = dict(TOY_PARAMS["significance"])
+    params["probing"].update(max_per_task=300, epochs=20)
+    return params
 
 
 def toy_params(**changes) -> dict:

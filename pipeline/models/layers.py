@@ -54,19 +54,82 @@ def masked_mean(x: Tensor, pad: Tensor) -> Tensor:
     return (x * keep).sum(1) / keep.sum(1).clamp(min=1.0)
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head scaled dot-product attention (eq. 3) with padding keys masked."""
+class RelativePositions(nn.Module):
+    """Shaw et al. (2018) edge representations a^K_ij = w^K_clip(j-i,k), a^V_ij = w^V_clip(j-i,k) (sec. 3.2),
+    one table per layer and per head (hao2019 5.3): each table is [R, d], its columns split into the heads.
 
-    def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
+    A causal layer never attends j > i, so it keeps only the rows of distances -k..0 (R = k+1; our choice, no
+    unused parameters); otherwise R = 2k+1.
+    """
+
+    def __init__(self, k: int, d_model: int, heads: int, causal: bool):
+        super().__init__()
+        self.k, self.heads, self.causal = k, heads, causal
+        rows = k + 1 if causal else 2 * k + 1
+        self.key_table = nn.Parameter(torch.empty(rows, d_model))
+        self.value_table = nn.Parameter(torch.empty(rows, d_model))
+        nn.init.xavier_uniform_(self.key_table)  # random like Shaw's embeddings (our choice; not zero)
+        nn.init.xavier_uniform_(self.value_table)
+
+    def rows(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """Query positions q_pos [T], key positions k_pos [S] -> table rows clip(j - i, k) + k: [T,S] long."""
+        distance = k_pos[None, :] - q_pos[:, None]
+        return distance.clamp(-self.k, 0 if self.causal else self.k) + self.k
+
+    def _heads(self, table: Tensor) -> Tensor:
+        """[R,d] -> [h,R,d/h]."""
+        return table.view(table.size(0), self.heads, -1).transpose(0, 1)
+
+    def edges(self, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
+        """a^K and a^V of every (query, key) pair: two [T,S,h,d/h] (for inspection; attention uses the terms)."""
+        rows = self.rows(q_pos, k_pos)
+        shape = (*rows.shape, self.heads, -1)
+        return self.key_table[rows].view(shape), self.value_table[rows].view(shape)
+
+    def key_term(self, q: Tensor, rows: Tensor) -> Tensor:
+        """q_i . a^K_ij of eq. 4: q [B,h,T,d/h] (already scaled), rows [T,S] -> [B,h,T,S]."""
+        per_row = q @ self._heads(self.key_table).transpose(-1, -2)  # [B,h,T,R]
+        return per_row.gather(-1, rows.expand(q.size(0), q.size(1), -1, -1))
+
+    def value_term(self, weights: Tensor, rows: Tensor) -> Tensor:
+        """sum_j alpha_ij a^V_ij of eq. 3: weights [B,h,T,S], rows [T,S] -> [B,h,T,d/h]."""
+        one_hot = F.one_hot(rows, self.value_table.size(0)).to(weights.dtype)  # [T,S,R]; deterministic sum
+        per_row = torch.einsum("bhts,tsr->bhtr", weights, one_hot)
+        return per_row @ self._heads(self.value_table)
+
+
+def directional_mask(heads: int, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+    """DiSAN masks (Shen et al. 2018), True where masked: [h,T,S]. Even heads forward (key j <= query i), odd
+    heads backward (j >= i); the interleaving is our choice."""
+    later = k_pos[None, :] > q_pos[:, None]  # [T,S]
+    earlier = k_pos[None, :] < q_pos[:, None]
+    forward = torch.arange(heads, device=q_pos.device).remainder(2).eq(0)[:, None, None]
+    return torch.where(forward, later, earlier)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head scaled dot-product attention (eq. 3) with padding keys masked.
+
+    Options for self-attention: `rel_pos_k` > 0 adds Shaw et al. relative positions (`rel_pos_causal`: the layer
+    is only used causally); `directional` applies the DiSAN forward/backward head masks. Both take the queries
+    as the last T of the S key positions (self-attention, full or incremental).
+    """
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0, *, rel_pos_k: int = 0,
+                 rel_pos_causal: bool = False, directional: bool = False):
         super().__init__()
         if d_model % heads:
             raise PipelineError(f"model option 'heads': d_model={d_model} must be divisible by heads={heads}")
+        if directional and heads % 2:
+            raise PipelineError(f"model option 'heads': expected an even number with 'disan', got {heads}")
         self.heads, self.d_head = heads, d_model // heads
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
+        self.rel_pos = RelativePositions(rel_pos_k, d_model, heads, rel_pos_causal) if rel_pos_k > 0 else None
+        self.directional = directional
 
     def _split(self, x: Tensor) -> Tensor:
         """[B,L,d] -> [B,h,L,d/h]."""
@@ -89,27 +152,53 @@ class MultiHeadAttention(nn.Module):
         cache[f"{name}.k"], cache[f"{name}.v"] = k, v
         return k, v
 
+    def _weights(self, q: Tensor, k: Tensor, pad: Tensor | None, mask_future: bool,
+                 offset: int) -> tuple[Tensor, Tensor | None]:
+        """Softmax weights [B,h,T,S] of scaled queries q [B,h,T,d/h] over keys k [B,h,S,d/h], and the relative
+        table rows [T,S] (None without relative positions)."""
+        scores = q @ k.transpose(-1, -2)  # [B,h,T,S]
+        t, s = scores.shape[-2:]
+        rows = None
+        if self.rel_pos is not None or self.directional:
+            k_pos = torch.arange(s, device=q.device) + offset
+            q_pos = k_pos[s - t:]
+        if self.rel_pos is not None:
+            rows = self.rel_pos.rows(q_pos, k_pos)
+            scores = scores + self.rel_pos.key_term(q, rows)  # Shaw eq. 4
+        scores = scores.float()
+        neg = torch.finfo(scores.dtype).min
+        if pad is not None:
+            scores = scores.masked_fill(pad[:, None, None, :], neg)
+        if mask_future:
+            future = torch.ones(t, s, dtype=torch.bool, device=scores.device).triu(1 + s - t)
+            scores = scores.masked_fill(future, neg)
+        if self.directional:
+            scores = scores.masked_fill(directional_mask(self.heads, q_pos, k_pos), neg)
+        return torch.softmax(scores, dim=-1), rows
+
     def forward(self, query: Tensor, keys: Tensor, pad: Tensor | None = None, *, causal: bool = False,
-                cache: dict[str, Tensor] | None = None, name: str = "attn") -> Tensor:
+                cache: dict[str, Tensor] | None = None, name: str = "attn", position_offset: int = 0) -> Tensor:
         """query [B,T,d] attends keys [B,S,d] (also the values); pad [B,S] True at padding -> [B,T,d].
 
         causal: position i sees keys <= i (self-attention). With `cache` (incremental decoding, T = 1): causal
         self-attention appends this step's keys/values to cache[name.k/.v]; otherwise the projections of `keys`
-        are computed once and reused from the cache.
+        are computed once and reused from the cache. position_offset: absolute position of the first key (only
+        relative positions could notice it, and they must not).
         """
         k, v = self._keys_values(keys, causal, cache, name)
         q = self._split(self.q_proj(query)) / math.sqrt(self.d_head)
-        scores = (q @ k.transpose(-1, -2)).float()  # [B,h,T,S]
-        neg = torch.finfo(scores.dtype).min
-        if pad is not None:
-            scores = scores.masked_fill(pad[:, None, None, :], neg)
-        if causal and cache is None:
-            t, s = scores.shape[-2:]
-            future = torch.ones(t, s, dtype=torch.bool, device=scores.device).triu(1 + s - t)
-            scores = scores.masked_fill(future, neg)
-        weights = self.dropout(torch.softmax(scores, dim=-1).to(v.dtype))
-        out = (weights @ v).transpose(1, 2).reshape(query.size(0), query.size(1), -1)
-        return self.out_proj(out)
+        weights, rows = self._weights(q, k, pad, causal and cache is None, position_offset)
+        weights = self.dropout(weights.to(v.dtype))
+        out = weights @ v
+        if rows is not None:
+            out = out + self.rel_pos.value_term(weights, rows)  # Shaw eq. 3
+        return self.out_proj(out.transpose(1, 2).reshape(query.size(0), query.size(1), -1))
+
+    def attention_weights(self, query: Tensor, keys: Tensor, pad: Tensor | None = None, *,
+                          causal: bool = False, position_offset: int = 0) -> Tensor:
+        """Softmax weights [B,h,T,S] of a cache-free pass, before dropout (for inspection)."""
+        q = self._split(self.q_proj(query)) / math.sqrt(self.d_head)
+        return self._weights(q, self._split(self.k_proj(keys)), pad, causal, position_offset)[0]
 
 
 class FeedForward(nn.Module):

@@ -30,6 +30,8 @@ class TransformerOptions:
     share_embeddings: bool = False  # one table for source, target and output (THUMT default off; our choice)
     tie_output: bool = False  # target embedding = output projection (THUMT default off; our choice)
     max_positions: int = 1024
+    rel_pos_k: int = 0  # Shaw et al. 2018 relative positions with clipping distance k (hao2019 5.3: 16); 0 = off
+    disan: bool = False  # DiSAN directional masks on the encoder self-attention (Shen et al. 2018)
 
     def __post_init__(self) -> None:
         for key in ("d_model", "ffn_dim", "heads", "enc_layers", "dec_layers"):
@@ -39,6 +41,9 @@ class TransformerOptions:
         for key in ("dropout", "attention_dropout"):
             _require(0.0 <= getattr(self, key) < 1.0, key, "a probability in [0, 1)", getattr(self, key))
         _require(self.max_positions >= 2, "max_positions", "an integer >= 2", self.max_positions)
+        _require(self.rel_pos_k >= 0, "rel_pos_k", "an integer >= 0 (0: no relative positions)", self.rel_pos_k)
+        _require(not self.disan or self.heads % 2 == 0, "heads",
+                 "an even number when 'disan' is on (half the heads forward, half backward)", self.heads)
 
 
 @dataclass
@@ -58,7 +63,19 @@ class RecurrenceOptions(TransformerOptions):
                  self.rec_steps)
 
 
-OPTIONS: dict[str, type] = {"transformer": TransformerOptions, "recurrence": RecurrenceOptions}
+@dataclass
+class MultiColumnOptions(TransformerOptions):
+    """Options of the `multicolumn` architecture (Chen et al. 2018): the transformer's plus the RNN encoder's."""
+
+    rnn_layers: int = 6  # hao2019 5.3: six RNN layers
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require(self.rnn_layers >= 1, "rnn_layers", "a positive integer", self.rnn_layers)
+
+
+OPTIONS: dict[str, type] = {"transformer": TransformerOptions, "recurrence": RecurrenceOptions,
+                            "multicolumn": MultiColumnOptions}
 
 
 def _check_type(arch: str, key: str, value: Any, hint: Any) -> Any:

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from pipeline.errors import PipelineError
 from pipeline.models.layers import Seq2Seq
+from pipeline.models.multicolumn import MultiColumnTransformer
 from pipeline.models.options import parse_options
 from pipeline.models.recurrence import RecurrenceTransformer
 from pipeline.models.transformer import Transformer
@@ -15,6 +16,7 @@ from pipeline.models.transformer import Transformer
 ARCHITECTURES: dict[str, type] = {
     "transformer": Transformer,
     "recurrence": RecurrenceTransformer,
+    "multicolumn": MultiColumnTransformer,
 }
 
 

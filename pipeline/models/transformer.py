@@ -13,11 +13,15 @@ from pipeline.models.options import TransformerOptions
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention and FFN sub-layers, each with residual then LayerNorm: [B,S,d] -> [B,S,d]."""
+    """Self-attention and FFN sub-layers, each with residual then LayerNorm: [B,S,d] -> [B,S,d].
+
+    The self-attention takes the relative positions (rel_pos_k) and the DiSAN head masks (disan) if enabled.
+    """
 
     def __init__(self, o: TransformerOptions):
         super().__init__()
-        self.self_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout)
+        self.self_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout, rel_pos_k=o.rel_pos_k,
+                                            directional=o.disan)
         self.self_norm = nn.LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
         self.ffn_norm = nn.LayerNorm(o.d_model)
@@ -37,7 +41,8 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, o: TransformerOptions):
         super().__init__()
-        self.self_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout)
+        self.self_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout, rel_pos_k=o.rel_pos_k,
+                                            rel_pos_causal=True)  # relative positions here too (our choice)
         self.self_norm = nn.LayerNorm(o.d_model)
         self.cross_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout)
         self.cross_norm = nn.LayerNorm(o.d_model)
@@ -66,7 +71,11 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(Seq2Seq):
-    """Encoder-decoder Transformer, post-LN, sinusoidal positions, embeddings scaled by sqrt(d_model)."""
+    """Encoder-decoder Transformer, post-LN, sinusoidal positions, embeddings scaled by sqrt(d_model).
+
+    With rel_pos_k > 0 the sinusoidal absolute positions stay (our choice: hao2019 5.3 does not say, and the
+    warm-started model then sees the baseline's inputs).
+    """
 
     Options = TransformerOptions
 

@@ -13,15 +13,27 @@ from pipeline.errors import PipelineError
 MARKS = ("", "↑", "⇑")
 _PARAMS = re.compile(r"^\+?\d+(\.\d+)?M$")
 _BLEU = re.compile(r"^\d+\.\d+$")
+_DECIMAL = _BLEU  # speed (steps/second) and probing accuracy (%) are printed the same way
+
+# The SentEval probing tasks of hao2019 Table 5, in the paper's column order, with their groups.
+PROBING_TASKS = ("SeLen", "WC", "TrDep", "ToCo", "BShif", "Tense", "SubN", "ObjN", "SoMo", "CoIn")
+PROBING_GROUPS = (("Surface", ("SeLen", "WC")), ("Syntactic", ("TrDep", "ToCo", "BShif")),
+                  ("Semantic", ("Tense", "SubN", "ObjN", "SoMo", "CoIn")))
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One (row, language pair) entry: parameter count and BLEU as printed; None = "n/a"."""
+    """One (row, language pair) entry as printed; None = "n/a".
+
+    params/bleu/mark: Tables 3 (and BLEU of 1, 2, 4, Figure 5); speed: Table 1 (training steps/second);
+    probing: Table 5 (task -> accuracy in %).
+    """
 
     params: str | None = None
     bleu: str | None = None
     mark: str = ""
+    speed: str | None = None
+    probing: dict[str, str] | None = None
 
     def __post_init__(self):
         if self.params is not None and not _PARAMS.match(self.params):
@@ -30,6 +42,23 @@ class Cell:
             raise PipelineError(f"reported BLEU: expected e.g. '27.31', got {self.bleu!r}")
         if self.mark not in MARKS:
             raise PipelineError(f"reported mark: expected one of {MARKS}, got {self.mark!r}")
+        if self.speed is not None and not _DECIMAL.match(self.speed):
+            raise PipelineError(f"reported speed: expected e.g. '1.28', got {self.speed!r}")
+        for task, accuracy in (self.probing or {}).items():
+            if task not in PROBING_TASKS:
+                raise PipelineError(f"reported probing task {task!r}: expected one of {', '.join(PROBING_TASKS)}")
+            if not _DECIMAL.match(accuracy):
+                raise PipelineError(f"reported probing {task}: expected e.g. '92.20', got {accuracy!r}")
+
+    @property
+    def speed_value(self) -> float | None:
+        """Training steps/second as a number, None for n/a."""
+        return None if self.speed is None else float(self.speed)
+
+    def probing_value(self, task: str) -> float | None:
+        """Accuracy (%) of one probing task as a number, None if not printed."""
+        value = (self.probing or {}).get(task)
+        return None if value is None else float(value)
 
     @property
     def bleu_value(self) -> float | None:
@@ -49,13 +78,17 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
-    """A table row: id (ours: the experiment key), group, system/citation, architecture, cells by pair."""
+    """A table row: id (ours: the experiment key), group, system/citation, architecture, cells by pair.
+
+    setting: a second descriptive column where the paper has one (Table 2 "to Dec."), else "".
+    """
 
     row_id: str
     group: str
     system: str
     architecture: str
     cells: dict[str, Cell]
+    setting: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,8 +138,96 @@ HAO2019_TABLE3 = ReportedTable(
     ),
 )
 
+# hao2019 Table 1: recurrence encoder implementations, Transformer-Base on WMT14 En-De (stack fusion, top layer).
+HAO2019_TABLE1 = ReportedTable(
+    paper="hao2019",
+    table="table1",
+    description="Evaluation of recurrence encoder implementations (Speed: training steps/second)",
+    pairs=("en-de",),
+    rows=(
+        Row("base", "base", "Base", "n/a", {"en-de": Cell(bleu="27.31", speed="1.28")}),
+        Row("birnn-6l", "ours", "Ours", "6-Layer BiRNN", {"en-de": Cell(bleu="27.54", speed="1.10")}),
+        Row("biarn-6l", "ours", "Ours", "6-Layer BiARN", {"en-de": Cell(bleu="27.72", speed="1.09")}),
+        Row("biarn-3l", "ours", "Ours", "3-Layer BiARN", {"en-de": Cell(bleu="28.10", speed="1.15")}),
+        Row("biarn-1l", "ours", "Ours", "1-Layer BiARN", {"en-de": Cell(bleu="28.21", speed="1.24")}),
+    ),
+)
+
+# hao2019 Table 2: decoder integration strategies (1-layer BiARN), WMT14 En-De.
+HAO2019_TABLE2 = ReportedTable(
+    paper="hao2019",
+    table="table2",
+    description="Evaluation of decoder integration strategies",
+    pairs=("en-de",),
+    rows=(
+        Row("base", "base", "Base", "n/a", {"en-de": Cell(bleu="27.31")}, setting="n/a"),
+        Row("gated-top", "ours", "Ours", "Gated Sum", {"en-de": Cell(bleu="28.12")}, setting="Top"),
+        Row("gated-all", "ours", "Ours", "Gated Sum", {"en-de": Cell(bleu="28.02")}, setting="All"),
+        Row("stack-top", "ours", "Ours", "Stack", {"en-de": Cell(bleu="28.21")}, setting="Top"),
+        Row("stack-all", "ours", "Ours", "Stack", {"en-de": Cell(bleu="27.93")}, setting="All"),
+    ),
+)
+
+# hao2019 Table 4: re-implemented related work on top of Transformer-Base, WMT14 En-De.
+HAO2019_TABLE4 = ReportedTable(
+    paper="hao2019",
+    table="table4",
+    description="Comparison with re-implemented related work",
+    pairs=("en-de",),
+    rows=(
+        Row("base", "base", "this work", "Transformer-Base", {"en-de": Cell(bleu="27.31")}),
+        Row("relpos", "related", "Shaw et al., 2018", "+ RelPos", {"en-de": Cell(bleu="27.64")}),
+        Row("disan", "related", "Shen et al., 2018", "+ DiSAN", {"en-de": Cell(bleu="27.58")}),
+        Row("rnn-encoder", "related", "Chen et al., 2018", "+ RNN Encoder", {"en-de": Cell(bleu="27.47")}),
+        Row("biarn", "ours", "this work", "+ BiARN Encoder (Ours)", {"en-de": Cell(bleu="28.21")}),
+    ),
+)
+
+
+def _probing(*accuracies: str) -> dict[str, str]:
+    """Task -> accuracy in PROBING_TASKS order."""
+    return dict(zip(PROBING_TASKS, accuracies, strict=True))
+
+
+# hao2019 Table 5: probing accuracies (%) of the Table 1 encoders (En-De models, English source side).
+HAO2019_TABLE5 = ReportedTable(
+    paper="hao2019",
+    table="table5",
+    description="Classification accuracies on 10 probing tasks of the encoder outputs",
+    pairs=("en-de",),
+    rows=(
+        Row("base", "base", "Base", "n/a", {"en-de": Cell(probing=_probing(
+            "92.20", "63.00", "44.74", "79.02", "71.24", "89.24", "84.69", "84.53", "52.13", "62.47"))}),
+        Row("birnn-6l", "ours", "Ours", "6-Layer BiRNN", {"en-de": Cell(probing=_probing(
+            "89.90", "77.46", "44.47", "79.55", "71.53", "89.17", "85.99", "84.96", "51.75", "61.92"))}),
+        Row("biarn-6l", "ours", "Ours", "6-Layer BiARN", {"en-de": Cell(probing=_probing(
+            "89.78", "72.02", "44.45", "79.21", "71.31", "88.38", "85.64", "85.00", "53.27", "62.38"))}),
+        Row("biarn-3l", "ours", "Ours", "3-Layer BiARN", {"en-de": Cell(probing=_probing(
+            "89.80", "72.61", "44.28", "79.43", "71.84", "88.93", "85.79", "84.99", "53.30", "62.42"))}),
+        Row("biarn-1l", "ours", "Ours", "1-Layer BiARN", {"en-de": Cell(probing=_probing(
+            "90.91", "73.68", "45.15", "79.62", "72.21", "89.00", "85.54", "84.54", "53.44", "62.71"))}),
+    ),
+)
+
+# hao2019 Figure 5: BLEU of a 1-layer BiARN for recurrent steps T (J = source length); base line 27.31.
+HAO2019_FIG5 = ReportedTable(
+    paper="hao2019",
+    table="fig5",
+    description="Effect of recurrent steps (values printed on the figure)",
+    pairs=("en-de",),
+    rows=(
+        Row("base", "base", "Base", "Transformer-Base", {"en-de": Cell(bleu="27.31")}),
+        Row("steps-1", "ours", "Ours", "T = 1", {"en-de": Cell(bleu="27.50")}),
+        Row("steps-4", "ours", "Ours", "T = 4", {"en-de": Cell(bleu="27.99")}),
+        Row("steps-8", "ours", "Ours", "T = 8", {"en-de": Cell(bleu="28.21")}),
+        Row("steps-16", "ours", "Ours", "T = 16", {"en-de": Cell(bleu="27.92")}),
+        Row("steps-J", "ours", "Ours", "T = J", {"en-de": Cell(bleu="27.33")}),
+    ),
+)
+
 REPORTED: dict[str, dict[str, ReportedTable]] = {
-    "hao2019": {"table3": HAO2019_TABLE3},
+    "hao2019": {"table1": HAO2019_TABLE1, "table2": HAO2019_TABLE2, "table3": HAO2019_TABLE3,
+                "table4": HAO2019_TABLE4, "table5": HAO2019_TABLE5, "fig5": HAO2019_FIG5},
 }
 
 

@@ -24,7 +24,6 @@ wildcard_constraints:
     table="|".join(map(re.escape, TABLES)) or "none",
     side="src|tgt",
     paper="|".join(sorted({re.escape(t.paper) for t in P.tables.values()})) or "none",
-    number="|".join(sorted({str(t.number) for t in P.tables.values()})) or "none",
     split="train|valid|test",
 
 

@@ -1,8 +1,13 @@
-# Paired bootstrap of each proposed system against its row's baseline, then the paper's table.
+# Per table or figure: significance of proposed rows against their baselines, probing and length analyses,
+# then the paper's layout. Everything a table derives lives in artifacts/<scale>/tables/<name>/ (its DVC stage's).
 
 
-def cell_experiments(table, row):
-    return P.tables[table].cells[row]
+def table_of(wildcards):
+    """The params.yaml table or figure behind results/<paper>/<output>.*"""
+    for name, spec in P.tables.items():
+        if spec.paper == wildcards.paper and spec.output == wildcards.output:
+            return name
+    raise ValueError(f"no table or figure {wildcards.paper}/{wildcards.output} in params.yaml")
 
 
 def baseline_of(table, exp):
@@ -15,19 +20,13 @@ def baseline_of(table, exp):
     raise ValueError(f"{exp} has no baseline in table {table}")
 
 
-def significance_targets(table):
-    spec = P.tables[table]
-    return [f"{R}/significance/{table}/{exp}.json"
-            for row in spec.baselines for exp in spec.cells[row].values()]
-
-
 rule significance:
     input:
         raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
         baseline=lambda wc: hyp(baseline_of(wc.table, wc.exp)),
         system=lambda wc: hyp(wc.exp),
     output:
-        f"{R}/significance/{{table}}/{{exp}}.json",
+        f"{R}/tables/{{table}}/significance/{{exp}}.json",
     params:
         lang=lambda wc: corpus_of(wc).tgt,
         n=P.significance.get("n_samples", 1000),
@@ -40,16 +39,79 @@ rule significance:
         "--output {output} > {log} 2>&1"
 
 
+rule length_bins:
+    input:
+        src=lambda wc: data(P.experiments[wc.exp].corpus, "tok", "test.src"),
+        raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
+        hyp=lambda wc: hyp(wc.exp),
+    output:
+        f"{R}/tables/{{table}}/length/{{exp}}.json",
+    params:
+        lang=lambda wc: corpus_of(wc).tgt,
+    log:
+        f"{R}/logs/length_bins/{{table}}/{{exp}}.log",
+    shell:
+        "python -m pipeline length-bins --src {input.src} --hyp {input.hyp} --ref {input.raw}/test.{params.lang} "
+        "--lang {params.lang} --output {output} > {log} 2>&1"
+
+
+def probing_corpus():
+    return P.corpora[P.probing.get("corpus", CORPORA[0])]
+
+
+rule probing_data:
+    input:
+        raw=lambda wc: data(probing_corpus().name, "raw"),
+    output:
+        directory(f"{R}/tables/{{table}}/probing/data"),
+    params:
+        source="senteval" if P.scale == "paper" else "text",
+        lang=lambda wc: probing_corpus().src,
+        cache=P.downloads,
+        max_per_task=P.probing.get("max_per_task", 6000),
+        seed=P.probing.get("seed", 1),
+    log:
+        f"{R}/logs/probing_data/{{table}}.log",
+    shell:
+        "python -m pipeline probing-data --source {params.source} --sentences {input.raw}/train.{params.lang} "
+        "{input.raw}/valid.{params.lang} {input.raw}/test.{params.lang} --out {output} --cache {params.cache} "
+        "--max-per-task {params.max_per_task} --seed {params.seed} > {log} 2>&1"
+
+
+rule probe:
+    input:
+        model=f"{R}/models/{{exp}}/model.pt",
+        tasks=f"{R}/tables/{{table}}/probing/data",
+        codes=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "codes"),
+        src_vocab=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "vocab.src"),
+    output:
+        f"{R}/tables/{{table}}/probing/{{exp}}.json",
+    params:
+        lang=lambda wc: corpus_of(wc).src,
+        settings=q({k: v for k, v in P.probing.items() if k in ("seed", "epochs", "hidden", "lr")}),
+    threads: 1
+    log:
+        f"{R}/logs/probe/{{table}}/{{exp}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline probe --model {input.model} --tasks-dir {input.tasks} "
+        "--codes-dir {input.codes} --src-vocab {input.src_vocab} --lang {params.lang} --settings {params.settings} "
+        "--output {output} > {log} 2>&1"
+
+
 def table_files(table):
-    """row -> pair -> the score, model summary and (for proposed rows) significance files."""
+    """row -> pair -> the files behind one cell (score, model summary, significance, probing, length bins)."""
     spec = P.tables[table]
     cells = {}
     for row, by_pair in spec.cells.items():
         for pair, exp in by_pair.items():
             files = {"score": f"{R}/eval/{exp}/test.json", "model": f"{model_dir(exp)}/train.json"}
             if row in spec.baselines:
-                files["significance"] = f"{R}/significance/{table}/{exp}.json"
+                files["significance"] = f"{R}/tables/{table}/significance/{exp}.json"
                 files["baseline_model"] = f"{model_dir(spec.cells[spec.baselines[row]][pair])}/train.json"
+            if spec.probing:
+                files["probing"] = f"{R}/tables/{table}/probing/{exp}.json"
+            if spec.length_bins:
+                files["length"] = f"{R}/tables/{table}/length/{exp}.json"
             cells.setdefault(row, {})[pair] = files
     return cells
 
@@ -66,33 +128,53 @@ def table_spec(table):
         "significance": {"n_samples": P.significance.get("n_samples", 1000),
                          "seed": P.significance.get("seed", 12345)},
     }
+    if spec.probing:
+        footer["probing"] = (f"{'SentEval probing files' if P.scale == 'paper' else 'text-only tasks built from ' + probing_corpus().source}; "
+                             f"mean of the top encoder layer (two encoders: gated), classifier seed "
+                             f"{P.probing.get('seed', 1)}")
     return {"cells": table_files(table), "footer": footer}
 
 
-def table_name(wildcards):
-    """The params.yaml table behind results/<paper>/table<number>.tsv."""
-    for name, spec in P.tables.items():
-        if spec.paper == wildcards.paper and str(spec.number) == wildcards.number:
-            return name
-    raise ValueError(f"no table {wildcards.paper} {wildcards.number} in params.yaml")
-
-
 def table_inputs(wildcards):
-    cells = table_files(table_name(wildcards))
+    cells = table_files(table_of(wildcards))
     return sorted({f for row in cells.values() for cell in row.values() for f in cell.values()})
+
+
+TABLE_OUTPUTS = "|".join(sorted(t.output for t in P.tables.values() if not t.figure)) or "none"
+FIGURE_OUTPUTS = "|".join(sorted(t.output for t in P.tables.values() if t.figure)) or "none"
 
 
 rule table:
     input:
         table_inputs,
     output:
-        tsv="results/{paper}/table{number}.tsv",
-        md="results/{paper}/table{number}.md",
+        tsv="results/{paper}/{output}.tsv",
+        md="results/{paper}/{output}.md",
+    wildcard_constraints:
+        output=TABLE_OUTPUTS,
     params:
-        spec=lambda wc: q(table_spec(table_name(wc))),
-        name=table_name,
+        spec=lambda wc: q(table_spec(table_of(wc))),
+        name=table_of,
     log:
-        f"{R}/logs/table/{{paper}}-table{{number}}.log",
+        f"{R}/logs/table/{{paper}}-{{output}}.log",
     shell:
         "python -m pipeline table --name {params.name} --spec {params.spec} --output {output.tsv} "
         "--markdown {output.md} > {log} 2>&1"
+
+
+rule figure:
+    input:
+        table_inputs,
+    output:
+        tsv="results/{paper}/{output}.tsv",
+        png="results/{paper}/{output}.png",
+    wildcard_constraints:
+        output=FIGURE_OUTPUTS,
+    params:
+        spec=lambda wc: q(table_spec(table_of(wc))),
+        name=table_of,
+    log:
+        f"{R}/logs/figure/{{paper}}-{{output}}.log",
+    shell:
+        "python -m pipeline table --name {params.name} --spec {params.spec} --output {output.tsv} "
+        "--figure {output.png} > {log} 2>&1"

@@ -22,8 +22,8 @@ def train_inputs(wildcards):
 def train_spec(wildcards):
     """Everything that defines the trained weights; a change reruns the job (Snakemake's params trigger)."""
     exp = P.experiments[wildcards.exp]
-    model = P.models[exp.model]
-    return {"experiment": exp.name, "arch": model.arch, "options": model.options,
+    arch, options = P.model_options(exp.name)
+    return {"experiment": exp.name, "arch": arch, "options": options,
             "recipe": P.recipes[exp.recipe].train, "seed": P.seed, "init": exp.init}
 
 

@@ -1,0 +1,64 @@
+"""BLEU by source-sentence length (hao2019 section 5.4): corpus BLEU of each length bin's sentences."""
+from __future__ import annotations
+
+from pipeline.errors import PipelineError
+from pipeline.evaluate.bleu import bleu, check_aligned, check_tokenize
+
+# The paper's bins in source words (the tokenised source): (0, 15], (15, 30], (30, 45], > 45.
+LENGTH_BINS = ((0, 15), (15, 30), (30, 45), (45, None))
+
+
+def check_bins(bins) -> None:
+    """Bins must be contiguous (lo, hi] pairs of ints, ascending, the last one open (hi None)."""
+    if not isinstance(bins, (tuple, list)) or not bins:
+        raise PipelineError(f"bins: expected a non-empty sequence of (lo, hi) pairs, got {bins!r}")
+    for i, pair in enumerate(bins):
+        last = i == len(bins) - 1
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise PipelineError(f"bins[{i}]: expected a (lo, hi) pair, got {pair!r}")
+        lo, hi = pair
+        if isinstance(lo, bool) or not isinstance(lo, int) or lo < 0:
+            raise PipelineError(f"bins[{i}]: lower bound must be an int >= 0, got {lo!r}")
+        if last and hi is not None:
+            raise PipelineError(f"bins[{i}]: the last bin must be open, (lo, None), got {pair!r}")
+        if not last and (isinstance(hi, bool) or not isinstance(hi, int) or hi <= lo):
+            raise PipelineError(f"bins[{i}]: upper bound must be an int > {lo}, got {hi!r}")
+        if i > 0 and lo != bins[i - 1][1]:
+            raise PipelineError(f"bins[{i}]: expected to start at {bins[i - 1][1]} (contiguous bins), got {lo}")
+
+
+def bin_label(lo: int, hi: int | None) -> str:
+    """'(0, 15]' for a closed bin, '> 45' for the open last one."""
+    return f"> {lo}" if hi is None else f"({lo}, {hi}]"
+
+
+def bin_index(length: int, bins=LENGTH_BINS) -> int:
+    """Index of the bin holding `length` (lo < length <= hi).
+
+    Our choice: a length at or below the first lower bound (an empty source line) counts in the first bin.
+    """
+    for i, (lo, hi) in enumerate(bins):
+        if hi is None or length <= hi:
+            return i
+    raise AssertionError("unreachable: the last bin is open")
+
+
+def bleu_by_length(src: list[str], hyps: list[str], refs: list[str], *, tokenize: str = "13a",
+                   bins=LENGTH_BINS) -> list[dict]:
+    """Per bin {"bin": label, "bleu": corpus BLEU of its sentences or None if empty, "n": sentences}.
+
+    Source length = number of whitespace tokens of the (tokenised) source line.
+    """
+    check_tokenize(tokenize)
+    check_bins(bins)
+    check_aligned(src=src, hyps=hyps, refs=refs)
+    members: list[list[int]] = [[] for _ in bins]
+    for i, line in enumerate(src):
+        members[bin_index(len(line.split()), bins)].append(i)
+    result = []
+    for (lo, hi), indices in zip(bins, members):
+        score = None
+        if indices:
+            score = bleu([hyps[i] for i in indices], [refs[i] for i in indices], tokenize=tokenize)["score"]
+        result.append({"bin": bin_label(lo, hi), "bleu": score, "n": len(indices)})
+    return result

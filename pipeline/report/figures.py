@@ -1,0 +1,104 @@
+"""Deterministic matplotlib figures (Agg, no display, no timestamps) and their atomic PNG writer."""
+from __future__ import annotations
+
+import math
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; set before anything imports pyplot
+
+from matplotlib import rc_context  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from pipeline.errors import PipelineError  # noqa: E402
+from pipeline.fileio import atomic_path  # noqa: E402
+
+SIZE = (6.0, 4.0)  # inches
+DPI = 100
+# Fixed style, independent of any user matplotlibrc (our choice: matplotlib's defaults plus a fixed font).
+STYLE = {**{k: v for k, v in matplotlib.rcParamsDefault.items() if k != "backend"},
+         "font.family": "DejaVu Sans", "font.size": 10.0, "figure.dpi": DPI, "savefig.dpi": DPI}
+PAPER_COLOUR, OURS_COLOUR = "tab:blue", "tab:orange"
+SHARED_RANGE = 5.0  # BLEU
+
+
+def _values(values: list[float | None]) -> list[float]:
+    """None -> NaN, so matplotlib leaves a gap."""
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _spread(values: list[float | None]) -> tuple[float, float] | None:
+    """(min, max) of the given values, None if there are none."""
+    present = [v for v in values if v is not None]
+    return (min(present), max(present)) if present else None
+
+
+def steps_figure(labels: list[str], paper: list[float | None], ours: list[float | None],
+                 paper_base: float | None, ours_base: float | None, *, title: str) -> Figure:
+    """BLEU vs recurrent steps: paper and ours as solid lines at evenly spaced x, their base lines dashed.
+
+    Our choice: when ours lie more than SHARED_RANGE BLEU outside the paper's range (tiny scale), ours get
+    their own right-hand axis so both curves stay readable.
+    """
+    if not len(labels) == len(paper) == len(ours):
+        raise PipelineError(f"steps figure: {len(labels)} labels, {len(paper)} paper and {len(ours)} "
+                            f"ours values; expected one value per label")
+    paper_span, ours_span = _spread(paper + [paper_base]), _spread(ours + [ours_base])
+    twin = bool(paper_span and ours_span and (ours_span[0] < paper_span[0] - SHARED_RANGE
+                                              or ours_span[1] > paper_span[1] + SHARED_RANGE))
+    with rc_context(STYLE):
+        fig = Figure(figsize=SIZE, dpi=DPI)
+        ax = fig.add_subplot()
+        ax_ours = ax.twinx() if twin else ax
+        x = list(range(len(labels)))
+        lines = ax.plot(x, _values(paper), marker="o", color=PAPER_COLOUR, label="paper")
+        lines += ax_ours.plot(x, _values(ours), marker="s", color=OURS_COLOUR, label="ours")
+        if paper_base is not None:
+            lines.append(ax.axhline(paper_base, linestyle="--", color=PAPER_COLOUR, label="paper base"))
+        if ours_base is not None:
+            lines.append(ax_ours.axhline(ours_base, linestyle="--", color=OURS_COLOUR, label="ours base"))
+        ax.set_xticks(x, labels)
+        ax.set_xlabel("Number of recurrent steps")
+        ax.set_ylabel("BLEU (paper)" if twin else "BLEU")
+        if twin:
+            ax_ours.set_ylabel("BLEU (ours)")
+        ax.set_title(title)
+        ax.legend(lines, [line.get_label() for line in lines], loc="best")
+        fig.tight_layout()
+    return fig
+
+
+def grouped_bars(groups: list[str], series: dict[str, list[float | None]], *, title: str,
+                 xlabel: str, ylabel: str = "BLEU") -> Figure:
+    """One group of bars per x label, one bar per series (None: no bar)."""
+    for name, values in series.items():
+        if len(values) != len(groups):
+            raise PipelineError(f"bar figure series {name!r}: {len(values)} values; expected {len(groups)}")
+    with rc_context(STYLE):
+        fig = Figure(figsize=SIZE, dpi=DPI)
+        ax = fig.add_subplot()
+        width = 0.8 / max(len(series), 1)
+        for k, (name, values) in enumerate(series.items()):
+            shown = [(i, v) for i, v in enumerate(values) if v is not None]
+            ax.bar([i - 0.4 + width * (k + 0.5) for i, _ in shown], [v for _, v in shown], width, label=name)
+        heights = [v for values in series.values() for v in values if v is not None]
+        if heights:  # our choice: zoom on the data like the paper's axis (it starts at 25, not 0)
+            low, high = min(heights), max(heights)
+            pad = max((high - low) * 0.2, 0.5)
+            ax.set_ylim(max(low - pad, 0.0), high + pad)
+        ax.set_xticks(range(len(groups)), groups)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        if series:
+            ax.legend(loc="best")
+        fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Figure, path: str | os.PathLike) -> None:
+    """Write `fig` as a PNG atomically, without metadata that varies between runs."""
+    with atomic_path(path) as tmp:
+        with rc_context(STYLE):
+            fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
