@@ -61,6 +61,7 @@ TOY_PARAMS = {
         }
     },
     "figures": {},
+    "probing": {"corpus": "en-de", "max_per_task": 300, "seed": 1, "epochs": 20, "hidden": 0, "lr": 0.01},
 }
 TABLE = "results/hao2019/table3.tsv"
 PROJECT_FILES = ("Snakefile", "dvc.yaml", "workflows", "pipeline", "slurm", ".dvcignore")
@@ -80,7 +81,7 @@ def toy_project_params() -> dict:
         recipe.update(TOY_PARAMS["recipes"]["toy-finetune" if name == "finetune" else "toy"])
     params["decoding"] = dict(TOY_PARAMS["decoding"])
     params["significance"] = dict(TOY_PARAMS["significance"])
-    params["probing"].update(max_per_task=300, epochs=20)
+    params["probing"] = dict(TOY_PARAMS["probing"])
     return params
 
 
