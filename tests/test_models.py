@@ -1,4 +1,5 @@
-"""Invariants of the Transformer and hao2019 recurrence models: incremental = full pass, causality, padding,
+"""Invariants of every model variant (Transformer, hao2019 recurrence models, RelPos, DiSAN, multi-column):
+incremental = full pass, causality, padding,
 the decoder integration equations, warm start, option validation and exact parameter counts."""
 import pytest
 import torch
@@ -24,6 +25,12 @@ VARIANTS = {
     "birnn-stack-top": ("recurrence", {"rec_type": "birnn"}),
     "birnn2-gated-all": ("recurrence", {"rec_type": "birnn", "rec_layers": 2, "integration": "gated",
                                         "integrate_into": "all"}),
+    # hao2019 Table 4's related approaches (tests/test_related_models.py checks what defines them)
+    "relpos": ("transformer", {"rel_pos_k": 4}),
+    "disan": ("transformer", {"disan": True}),
+    "relpos-disan": ("transformer", {"rel_pos_k": 4, "disan": True}),
+    "multicolumn": ("multicolumn", {"rnn_layers": 2}),
+    "biarn-relpos": ("recurrence", {"rel_pos_k": 4, "rec_steps": 3}),
 }
 V_SRC, V_TGT = 11, 13
 SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
@@ -268,7 +275,8 @@ def test_paper_base_biarn_adds_about_9_4m_parameters():
     assert abs(added - 9.4e6) / 9.4e6 < 0.01
 
 
-@pytest.mark.parametrize("name", [n for n in VARIANTS if VARIANTS[n][0] == "recurrence"])
+@pytest.mark.parametrize("name", [n for n in VARIANTS if VARIANTS[n][0] == "recurrence"
+                                  and "rel_pos_k" not in VARIANTS[n][1]])  # RelPos counts: test_related_models
 def test_small_recurrence_parameter_counts(name):
     _, extra = VARIANTS[name]
     model = make(name)
