@@ -177,6 +177,24 @@ def test_gated_sum_follows_eq_14_17():
         assert (top(x, memory) - expected).abs().max().item() < 1e-6
 
 
+@pytest.mark.parametrize("name", ["biarn-gated-top", "birnn2-gated-all"])
+def test_gated_sum_gate_is_a_probability_and_both_encoders_learn(name):
+    model = make(name).train()
+    src, tgt = batch()
+    gates = []
+    for layer in model.decoder_layers:
+        if isinstance(layer, GatedDecoderLayer):
+            layer.gate.register_forward_hook(lambda _m, _i, out: gates.append(torch.sigmoid(out)))  # eq. 17
+    logits = model(src, tgt)
+    torch.nn.functional.cross_entropy(logits.view(-1, V_TGT), tgt.roll(-1, 1).view(-1)).backward()
+    lam = torch.cat([g.flatten() for g in gates])
+    assert gates and 0.0 < lam.min().item() and lam.max().item() < 1.0
+    assert 0.05 < lam.std().item() or lam.numel() == 1  # element-wise, not one constant
+    grads = {part: sum(p.grad.abs().sum().item() for n, p in model.named_parameters() if n.startswith(part))
+             for part in ("encoder_layers.", "rec_encoder.")}
+    assert grads["encoder_layers."] > 0 and grads["rec_encoder."] > 0, grads
+
+
 def test_integrate_into_all_puts_recurrence_attention_in_every_layer():
     model = make("biarn2-stack-all")
     assert all(isinstance(layer, StackDecoderLayer) for layer in model.decoder_layers)
