@@ -113,3 +113,35 @@ def test_bootstrap_input_errors():
         paired_bootstrap(REFS, WORSE, REFS, seed=0)
     with pytest.raises(PipelineError, match="n_samples"):
         paired_bootstrap(REFS, WORSE, REFS, n_samples=0)
+
+
+# --- tokenized (multi-bleu-style) BLEU ---------------------------------------------------------------
+
+def test_tokenized_bleu_hand_computed_and_case_sensitive():
+    from pipeline.evaluate.bleu import tokenized_bleu
+
+    # tokens as given ("mat." stays one token): matches 4/5, 3/4, 2/3, 1/2; BP = exp(1 - 7/5)
+    first = tokenized_bleu(["The cat sat on mat."], ["The cat sat on the mat ."])
+    assert first["counts"] == [4, 3, 2, 1] and first["totals"] == [5, 4, 3, 2]
+    assert (first["sys_len"], first["ref_len"]) == (5, 7) and first["bp"] == pytest.approx(math.exp(-0.4))
+    expected = 100 * math.exp(1 - 7 / 5) * (4 / 5 * 3 / 4 * 2 / 3 * 1 / 2) ** 0.25
+    assert first["score"] == pytest.approx(expected, rel=1e-12)
+    assert first["signature"].startswith("multi-bleu|nrefs:1|case:mixed|eff:no|tok:none|smooth:none")
+    assert bleu(["The cat sat on mat."], ["The cat sat on the mat ."])["totals"] == [6, 5, 4, 3]  # 13a splits "."
+    # case-sensitive ("The" unmatched; "the" matches the reference's second "the"), and no 4-gram: 0 unsmoothed
+    lower = tokenized_bleu(["the cat sat on mat."], ["The cat sat on the mat ."])
+    assert lower["counts"] == [4, 2, 1, 0] and lower["score"] == 0.0
+
+
+def test_tokenized_bleu_equals_sacrebleu_and_takes_more_references():
+    import sacrebleu
+
+    from pipeline.evaluate.bleu import tokenized_bleu
+
+    ours = tokenized_bleu(WORSE, REFS)
+    theirs = sacrebleu.corpus_bleu(WORSE, [REFS], tokenize="none", smooth_method="none", force=True)
+    assert ours["score"] == pytest.approx(theirs.score, abs=1e-12) and ours["counts"] == list(theirs.counts)
+    # a second reference equal to the hypotheses makes the score 100 (closest ref length too)
+    assert tokenized_bleu(WORSE, REFS, WORSE)["score"] == pytest.approx(100.0)
+    with pytest.raises(PipelineError, match=r"refs1 has 1"):
+        tokenized_bleu(WORSE, REFS, ["x"])

@@ -31,6 +31,12 @@ VARIANTS = {
     "relpos-disan": ("transformer", {"rel_pos_k": 4, "disan": True}),
     "multicolumn": ("multicolumn", {"rnn_layers": 2}),
     "biarn-relpos": ("recurrence", {"rel_pos_k": 4, "rec_steps": 3}),
+    # zeng2021 (tests/test_ran.py checks what defines them)
+    "ran-e": ("transformer", {"enc_self_attn": "ran", "ran_max_len": 16, "ran_attention_dropout": 0.1}),
+    "ran-d": ("transformer", {"dec_self_attn": "ran", "ran_max_len": 16}),
+    "ran-all": ("transformer", {"enc_self_attn": "ran", "dec_self_attn": "ran", "ran_max_len": 16}),
+    "hcsa": ("transformer", {"enc_self_attn": "hcsa", "dec_self_attn": "hcsa"}),
+    "synr": ("transformer", {"enc_self_attn": "synr", "dec_self_attn": "synr", "ran_max_len": 16}),
 }
 V_SRC, V_TGT = 11, 13
 SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]

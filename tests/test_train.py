@@ -121,6 +121,9 @@ VARIANTS = {
     "recurrence-gated-all": ("recurrence", dict(REC, integration="gated", integrate_into="all")),
     "recurrence-stack-all-tJ": ("recurrence", dict(REC, integrate_into="all", rec_steps=0)),
     "multicolumn": ("multicolumn", dict(SMALL, rnn_layers=2)),
+    "ran-all": ("transformer", dict(SMALL, enc_self_attn="ran", dec_self_attn="ran", ran_max_len=64)),
+    "hcsa": ("transformer", dict(SMALL, enc_self_attn="hcsa", dec_self_attn="hcsa")),
+    "synr": ("transformer", dict(SMALL, enc_self_attn="synr", dec_self_attn="synr", ran_max_len=64)),
 }
 
 

@@ -1,8 +1,9 @@
 """The unified corpus registry: a corpus name -> a typed spec, and one function that builds its raw layout.
 
 Every corpus builds the same layout: {out_dir}/train|valid|test.{src,tgt} (one sentence per line,
-UTF-8) and datacard.json/.md. Kinds: "embedded" (l10n-<src>-<tgt>, tiny scale), "synthetic"
-(toy-*, language-free: the caller picks the file suffixes) and "remote" (paper-scale WMT corpora).
+UTF-8; remote tasks with more test sets add test-<name>.{src,tgt}, e.g. NIST MT04) and datacard.json/.md.
+Kinds: "embedded" (l10n-<src>-<tgt>, tiny scale), "synthetic" (toy-*, language-free: the caller picks
+the file suffixes) and "remote" (paper-scale WMT and NIST corpora).
 """
 from __future__ import annotations
 
@@ -56,12 +57,12 @@ def _toy_specs() -> dict[str, CorpusSpec]:
 
 
 def _remote_specs() -> dict[str, CorpusSpec]:
-    """wmt14-en-de / wmt14-de-en / wmt17-zh-en / wmt17-en-zh: both directions of each paper-scale task."""
+    """<prefix>-<src>-<tgt> (e.g. wmt14-en-de, wmt14-de-en, nist12-zh-en) for each registered direction of a task."""
     specs = {}
     for task in REMOTE_TASKS.values():
         keys = tuple(f.key for f in task.manual_members())
         prefix = task.name.split()[0]
-        for src, tgt in (task.langs, task.langs[::-1]):
+        for src, tgt in (task.langs, task.langs[::-1])[: 2 if task.both_directions else 1]:
             name = f"{prefix}-{src}-{tgt}"
             # The papers' dev/test sets are fixed: valid_size/test_size (set for every corpus) do not apply.
             specs[name] = CorpusSpec(name, src, tgt, "remote", False, f"{task.name} ({task.url}), {src}->{tgt}",
@@ -76,6 +77,30 @@ def _embedded_specs() -> dict[str, CorpusSpec]:
     return {f"l10n-{s}-{t}": CorpusSpec(f"l10n-{s}-{t}", s, t, "embedded", False,
                                         f"software localisation catalogs, {s}->{t}", size_keys=EMBEDDED_SIZE_KEYS)
             for s, t in EMBEDDED_PAIRS}
+
+
+@dataclass(frozen=True)
+class PreprocessFacts:
+    """What a paper states about preparing one corpus, for the lead to set params from (not applied here)."""
+
+    max_words: int | None  # sentences longer than this are removed (the clean step's max_len, which counts them)
+    bpe_merges: int  # BPE vocabulary size / merge operations
+    joint_bpe: bool  # one BPE model and vocabulary for both sides
+    zh_segmenter: str | None = None  # Chinese word segmentation the paper used
+    references: int = 1  # references per test sentence
+    source: str = ""
+
+
+# zeng2021 section 3.1: remove sentences over 256 words; joint BPE 40K for En-De/En-Fr, 32K for the others,
+# separate 32K for Zh-En; Chinese segmented with THULAC; NIST sets have four references.
+_Z21 = "zeng2021 section 3.1"
+ZENG2021_PREPROCESS: dict[str, PreprocessFacts] = {
+    **{name: PreprocessFacts(256, 40000, True, source=_Z21)
+       for name in ("wmt14-en-de", "wmt14-de-en", "wmt14-en-fr", "wmt14-fr-en")},
+    **{f"wmt17-{a}-{b}": PreprocessFacts(256, 32000, True, source=_Z21)
+       for x in ("lv", "fi", "tr") for a, b in (("en", x), (x, "en"))},
+    "nist12-zh-en": PreprocessFacts(256, 32000, False, zh_segmenter="thulac", references=4, source=_Z21),
+}
 
 
 @functools.cache

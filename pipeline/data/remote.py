@@ -39,6 +39,7 @@ class RemoteFile:
     md5: str | None = None
     sha256: str | None = None
     source: str = ""
+    local_name: str | None = None  # saved under this name when the URL path does not name the file (e.g. a query)
 
     @property
     def verified(self) -> bool:
@@ -47,8 +48,8 @@ class RemoteFile:
 
     @property
     def filename(self) -> str:
-        """Base name of the URL path."""
-        return os.path.basename(urlparse(self.url).path) or self.key
+        """local_name, else the base name of the URL path."""
+        return self.local_name or os.path.basename(urlparse(self.url).path) or self.key
 
     def describe(self) -> dict:
         """Card entry."""
@@ -78,12 +79,21 @@ class ManualFile:
 Source = Union[RemoteFile, ManualFile]
 
 
+# Column separator of one-file bitexts (e.g. WMT15 Wiki Headlines: "source ||| target" per line).
+BITEXT_SEPARATOR = " ||| "
+
+
 @dataclass(frozen=True)
 class Member:
-    """One language side: a file and the path inside it (None: the file itself, or a .gz's only member)."""
+    """One language side: a file and the path inside it (None: the file itself, or a .gz's only member).
+
+    A member that is itself a .gz inside an archive is decompressed; `column` picks one side of a
+    one-file bitext whose lines are "side0 ||| side1".
+    """
 
     file: Source
     path: str | None = None
+    column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -127,10 +137,16 @@ class RemoteTask:
     train: tuple[ParallelPart, ...]
     valid: EvalSet
     test: EvalSet
+    extra_tests: tuple[EvalSet, ...] = ()  # further test sets, built as test-<name>.{src,tgt}
+    both_directions: bool = True  # False: only langs[0] -> langs[1] is registered (e.g. NIST Zh->En)
+
+    def eval_sets(self) -> list[tuple[str, EvalSet]]:
+        """(split name, set) of dev and every test set: valid, test, then test-<name> per extra test."""
+        return [("valid", self.valid), ("test", self.test)] + [(f"test-{t.name}", t) for t in self.extra_tests]
 
     def parts(self) -> list[ParallelPart]:
-        """Every ParallelPart of the task (train, then dev and test when they are parts)."""
-        return list(self.train) + [s for s in (self.valid, self.test) if isinstance(s, ParallelPart)]
+        """Every ParallelPart of the task (train, then dev and test sets when they are parts)."""
+        return list(self.train) + [s for _, s in self.eval_sets() if isinstance(s, ParallelPart)]
 
     def manual_members(self) -> dict[ManualFile, list[str]]:
         """User-supplied files and the member paths expected in each."""
@@ -199,7 +215,113 @@ WMT17_ZH_EN = RemoteTask(
     test=SacrebleuSet("newstest2017", "wmt17"),
 )
 
-REMOTE_TASKS: dict[str, RemoteTask] = {"wmt14-en-de": WMT14_EN_DE, "wmt17-zh-en": WMT17_ZH_EN}
+# --- Registry entries for zeng2021 Table 1 -------------------------------------------------------------
+# Training data as in Sockeye Autopilot's TASKS wmt14_en_fr, wmt17_en_lv, wmt17_en_fi, wmt17_en_tr (same
+# file, URLs, md5 and member paths; awslabs/sockeye contrib/autopilot/tasks.py). zeng2021 follows
+# Zhang et al. (2018) for WMT17; our choice: the dev sets Sockeye uses (newstest2016; newsdev2017 for
+# Lv, which has no newstest2016), newstest2017 as test.
+UN_WMT13 = RemoteFile("un_wmt13", "https://www.statmt.org/wmt13/training-parallel-un.tgz",
+                      md5="bb25a213ba9140023e4cc82c778bef53", source=_SOCKEYE)
+GIGA_FREN_WMT10 = RemoteFile("giga_fren_wmt10", "https://www.statmt.org/wmt10/training-giga-fren.tar",
+                             md5="0b12e20027d5b5f0dfcca290c72c8953", source=_SOCKEYE)
+EUROPARL_V8 = RemoteFile("europarl_v8", "https://data.statmt.org/wmt17/translation-task/training-parallel-ep-v8.tgz",
+                         md5="07b77f254d189a5bfb7b43b7fc489716", source=_SOCKEYE)
+RAPID_2016 = RemoteFile("rapid_eu_2016", "https://data.statmt.org/wmt17/translation-task/rapid2016.tgz",
+                        md5="17a3a1846433ad26acb95da02f93af93", source=_SOCKEYE)
+WIKI_HEADLINES_WMT15 = RemoteFile("wiki_headlines_wmt15", "https://www.statmt.org/wmt15/wiki-titles.tgz",
+                                  md5="f74eef43032766d55884a5073ed8ce27", source=_SOCKEYE)
+LETA_V1 = RemoteFile("leta_v1", "https://data.statmt.org/wmt17/translation-task/leta.v1.tgz",
+                     md5="3f367e86924f910cb1e969de57caf63c", source=_SOCKEYE)
+DCEP_LV_EN_V1 = RemoteFile("dcep_lv_en_v1", "https://data.statmt.org/wmt17/translation-task/dcep.lv-en.v1.tgz",
+                           md5="0f949102e8501dfb3c99d3e3f545b4f9", source=_SOCKEYE)
+BOOKS_LV_EN_V1 = RemoteFile("books_lv_en_v1", "https://data.statmt.org/wmt17/translation-task/books.lv-en.v1.tgz",
+                            md5="7073092421b1259158446870990a9ca5", source=_SOCKEYE)
+SETIMES2_EN_TR = RemoteFile("setimes2_en_tr", "https://opus.nlpl.eu/download.php?f=SETIMES2/en-tr.txt.zip",
+                            md5="544cec8a631f7820afab6a05451c13a7", source=_SOCKEYE,
+                            local_name="SETIMES2.en-tr.txt.zip")
+
+WMT14_EN_FR = RemoteTask(
+    name="wmt14 en-fr", langs=("en", "fr"), url="https://www.statmt.org/wmt14/translation-task.html",
+    train=(
+        part("europarl-v7", EUROPARL_V7,
+             {"en": "training/europarl-v7.fr-en.en", "fr": "training/europarl-v7.fr-en.fr"}),
+        part("commoncrawl", COMMONCRAWL_WMT13, {"en": "commoncrawl.fr-en.en", "fr": "commoncrawl.fr-en.fr"}),
+        part("un-wmt13", UN_WMT13, {"en": "un/undoc.2000.fr-en.en", "fr": "un/undoc.2000.fr-en.fr"}),
+        part("news-commentary-v9", NEWS_COMMENTARY_V9,
+             {"en": "training/news-commentary-v9.fr-en.en", "fr": "training/news-commentary-v9.fr-en.fr"}),
+        part("giga-fren", GIGA_FREN_WMT10,
+             {"en": "giga-fren.release2.fixed.en.gz", "fr": "giga-fren.release2.fixed.fr.gz"}),
+    ),
+    valid=SacrebleuSet("newstest2013", "wmt13"),
+    test=SacrebleuSet("newstest2014", "wmt14/full"),  # as for En-De: the full 3003 lines
+)
+
+WMT17_EN_LV = RemoteTask(
+    name="wmt17 en-lv", langs=("en", "lv"), url="https://www.statmt.org/wmt17/translation-task.html",
+    train=(
+        part("europarl-v8", EUROPARL_V8,
+             {"en": "training/europarl-v8.lv-en.en", "lv": "training/europarl-v8.lv-en.lv"}),
+        part("rapid2016", RAPID_2016, {"en": "rapid2016.en-lv.en", "lv": "rapid2016.en-lv.lv"}),
+        part("leta-v1", LETA_V1, {"en": "LETA-lv-en/leta.en", "lv": "LETA-lv-en/leta.lv"}),
+        part("dcep-v1", DCEP_LV_EN_V1, {"en": "dcep.en-lv/dcep.en", "lv": "dcep.en-lv/dcep.lv"}),
+        part("books-v1", BOOKS_LV_EN_V1, {"en": "farewell/farewell.en", "lv": "farewell/farewell.lv"}),
+    ),
+    valid=SacrebleuSet("newsdev2017", "wmt17/dev"),
+    test=SacrebleuSet("newstest2017", "wmt17"),
+)
+
+WMT17_EN_FI = RemoteTask(
+    name="wmt17 en-fi", langs=("en", "fi"), url="https://www.statmt.org/wmt17/translation-task.html",
+    train=(
+        part("europarl-v8", EUROPARL_V8,
+             {"en": "training/europarl-v8.fi-en.en", "fi": "training/europarl-v8.fi-en.fi"}),
+        # One "fi ||| en" file (Sockeye: TEXT_UTF8_RAW_BITEXT for fi -> en).
+        ParallelPart("wiki-headlines", (("en", Member(WIKI_HEADLINES_WMT15, "wiki/fi-en/titles.fi-en", column=1)),
+                                        ("fi", Member(WIKI_HEADLINES_WMT15, "wiki/fi-en/titles.fi-en", column=0)))),
+        part("rapid2016", RAPID_2016, {"en": "rapid2016.en-fi.en", "fi": "rapid2016.en-fi.fi"}),
+    ),
+    valid=SacrebleuSet("newstest2016", "wmt16"),
+    test=SacrebleuSet("newstest2017", "wmt17"),
+)
+
+WMT17_EN_TR = RemoteTask(
+    name="wmt17 en-tr", langs=("en", "tr"), url="https://www.statmt.org/wmt17/translation-task.html",
+    train=(part("setimes2", SETIMES2_EN_TR, {"en": "SETIMES2.en-tr.en", "tr": "SETIMES2.en-tr.tr"}),),
+    valid=SacrebleuSet("newstest2016", "wmt16"),
+    test=SacrebleuSet("newstest2017", "wmt17"),
+)
+
+# NIST OpenMT Zh->En (LDC, licensed): the paper's training corpora and MT02 (dev), MT03-MT08 (tests).
+NIST12_LDC_CORPORA = ("LDC2000T46", "LDC2000T47", "LDC2000T50", "LDC2003E14", "LDC2005T10", "LDC2002E18",
+                      "LDC2007T09", "LDC2004T08")
+NIST_REFERENCES = 4  # NIST MT evaluation sets have four English references per source sentence
+NIST12_TRAIN = ManualFile(
+    "nist12_zh_en_train", f"NIST OpenMT12 Zh-En training bitext ({', '.join(NIST12_LDC_CORPORA)}; LDC licence)",
+    "the Linguistic Data Consortium, https://catalog.ldc.upenn.edu/ (licensed; our choice: sentence-align and "
+    "concatenate the listed corpora into train.zh / train.en, one sentence per line, and point the key at that "
+    "directory)")
+NIST_ZH_EN_EVAL = ManualFile(
+    "nist_zh_en_eval", "NIST MT02-MT08 Chinese-English evaluation sets (LDC licence)",
+    "the Linguistic Data Consortium, https://catalog.ldc.upenn.edu/ (licensed; our choice: plain text mtNN.zh "
+    "and its four references mtNN.en0 .. mtNN.en3 for NN in 02, 03, 04, 05, 06, 08, in one directory)")
+
+
+def _nist_set(year: str) -> ParallelPart:
+    """MT<year> from the user's NIST directory; the built target side is reference 0 (our choice)."""
+    return part(f"mt{year}", NIST_ZH_EN_EVAL, {"zh": f"mt{year}.zh", "en": f"mt{year}.en0"})
+
+
+NIST12_ZH_EN = RemoteTask(
+    name="nist12 zh-en", langs=("zh", "en"), url="https://catalog.ldc.upenn.edu/",
+    train=(part("nist12-ldc", NIST12_TRAIN, {"zh": "train.zh", "en": "train.en"}),),
+    valid=_nist_set("02"), test=_nist_set("03"),
+    extra_tests=tuple(_nist_set(y) for y in ("04", "05", "06", "08")),
+    both_directions=False,
+)
+
+REMOTE_TASKS: dict[str, RemoteTask] = {
+    "wmt14-en-de": WMT14_EN_DE, "wmt17-zh-en": WMT17_ZH_EN, "wmt14-en-fr": WMT14_EN_FR, "wmt17-en-lv": WMT17_EN_LV,
+    "wmt17-en-fi": WMT17_EN_FI, "wmt17-en-tr": WMT17_EN_TR, "nist12-zh-en": NIST12_ZH_EN}
 
 
 # --- Building ----------------------------------------------------------------------------------------
@@ -230,7 +352,14 @@ class _Builder:
         return path
 
     def local_text(self, member: Member) -> tuple[Path, dict]:
-        """A plain local text file for `member`, and its card entry."""
+        """A plain local text file for `member` (one column of it for a bitext member), and its card entry."""
+        path, info = self._member_text(member)
+        if member.column is None:
+            return path, info
+        return _bitext_column(path, member.column, self.cache_dir / "extracted" / f"columns-{_fingerprint(path)}"), info
+
+    def _member_text(self, member: Member) -> tuple[Path, dict]:
+        """A plain local text file for the whole of `member`, and its card entry."""
         if isinstance(member.file, RemoteFile):
             file = member.file
             archive = download(file.url, self.cache_dir / "downloads" / file.key / file.filename,
@@ -261,7 +390,11 @@ class _Builder:
         if kind in ("tar", "zip") and path is None:
             raise PipelineError(f"{origin}: {archive} is an archive; expected a member path for it in the registry")
         pattern = glob.escape(path) if path is not None else "*"
-        return extract(archive, pattern, self.cache_dir / "extracted" / cache_name)[0]
+        found = extract(archive, pattern, self.cache_dir / "extracted" / cache_name)[0]
+        if kind in ("tar", "zip") and archive_kind(found) == "gz":  # e.g. giga-fren's *.gz inside a .tar
+            plain = found.parent / f"{found.name}.d" / found.name[: -len(".gz")]
+            return plain if plain.exists() else extract(found, "*", plain.parent)[0]
+        return found
 
     def sacrebleu_text(self, item: SacrebleuSet, src: str, tgt: str) -> tuple[Path, Path, dict]:
         """Source and reference files of a sacrebleu set (sacrebleu downloads it into cache_dir/sacrebleu)."""
@@ -304,6 +437,22 @@ def _sacrebleu_echo(test_set: str, pair: str, field: str, sacrebleu_dir: Path) -
     if lines and lines[-1] == "":
         lines.pop()
     return lines
+
+
+def _bitext_column(path: Path, column: int, out_dir: Path) -> Path:
+    """Column `column` of a "side0 ||| side1" file, written once to out_dir; a malformed line names file:line."""
+    target = out_dir / f"{path.name}.col{column}"
+    if target.exists():
+        return target
+    with open(path, "rb") as source, atomic_open(target) as out:
+        for number, raw in enumerate(source, start=1):
+            line, _ = _clean(raw, path, number)
+            fields = line.split(BITEXT_SEPARATOR)
+            if len(fields) <= column:
+                raise PipelineError(f"{path}:{number}: {len(fields)} field(s) separated by {BITEXT_SEPARATOR!r}; "
+                                    f"expected at least {column + 1}")
+            out.write(fields[column].strip() + "\n")
+    return target
 
 
 def _clean(raw: bytes, path: Path, number: int) -> tuple[str, bool]:
@@ -402,16 +551,19 @@ def _card_markdown(card: dict) -> str:
 
 def build_remote(task: RemoteTask, src: str, tgt: str, out_dir: Path, cache_dir: Path, *,
                  manual: dict[str, str] | None = None, name: str | None = None, progress: bool = True) -> dict:
-    """Build {out_dir}/train|valid|test.{src,tgt} and datacard.json/.md for `task` in direction src -> tgt."""
+    """Build {out_dir}/train|valid|test[-<name>].{src,tgt} and datacard.json/.md for `task`, src -> tgt."""
     if sorted((src, tgt)) != sorted(task.langs) or src == tgt:
         raise PipelineError(f"task '{task.name}' covers {task.langs[0]}-{task.langs[1]} (either direction); "
+                            f"got src='{src}', tgt='{tgt}'")
+    if not task.both_directions and (src, tgt) != task.langs:
+        raise PipelineError(f"task '{task.name}' is registered for {task.langs[0]}->{task.langs[1]} only; "
                             f"got src='{src}', tgt='{tgt}'")
     out_dir = Path(out_dir)
     builder = _Builder(cache_dir, manual, progress)
     _check_manual(task, builder)
     # Fetch everything first (the long part), then write the outputs.
     inputs = {split: [(item.name, *_materialise(item, src, tgt, builder)) for item in items]
-              for split, items in (("train", task.train), ("valid", [task.valid]), ("test", [task.test]))}
+              for split, items in [("train", task.train)] + [(name, [s]) for name, s in task.eval_sets()]}
     splits = {split: _write_split(split, items, src, tgt, out_dir) for split, items in inputs.items()}
     unverified = sorted({side.get("key") or side.get("manual_key") or side.get("sacrebleu")
                          for s in splits.values() for e in s["parts"] for side in e["files"].values()

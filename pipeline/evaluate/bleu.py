@@ -51,3 +51,25 @@ def bleu(hyps: list[str], refs: list[str], *, tokenize: str = "13a", lowercase: 
         "ref_len": int(score.ref_len),
         "n_sentences": n,
     }
+
+
+def tokenized_bleu(hyps: list[str], refs: list[str], *more_refs: list[str]) -> dict:
+    """multi-bleu.perl-style BLEU: case-sensitive, whitespace tokens as given, no smoothing, closest ref length.
+
+    `more_refs` are further reference streams (e.g. NIST's four references). Same dict as bleu(); its
+    "signature" starts with "multi-bleu|" and carries sacrebleu's (tok:none, smooth:none, case:mixed).
+    """
+    streams = [list(refs)] + [list(r) for r in more_refs]
+    n = check_aligned(hyps=hyps, **{f"refs{i}" if i else "refs": r for i, r in enumerate(streams)})
+    metric = BLEU(tokenize="none", smooth_method="none", lowercase=False, force=True)
+    score = metric.corpus_score(list(hyps), streams)
+    return {
+        "score": float(score.score),
+        "signature": "multi-bleu|" + metric.get_signature().format(),
+        "counts": [int(c) for c in score.counts],
+        "totals": [int(t) for t in score.totals],
+        "bp": float(score.bp),
+        "sys_len": int(score.sys_len),
+        "ref_len": int(score.ref_len),
+        "n_sentences": n,
+    }

@@ -10,18 +10,22 @@ from torch import Tensor, nn
 from pipeline.errors import PipelineError
 
 
+SHARED = "shared:"  # prefix of state/memory entries without a batch dimension (the same for every hypothesis)
+
+
 def index_batch(tensors: dict[str, Tensor] | None, order: Tensor) -> dict[str, Tensor] | None:
-    """Select (and repeat or reorder) batch entries `order` [N] along dim 0 of every tensor in a flat dict."""
+    """Select (and repeat or reorder) batch entries `order` [N] along dim 0 of every tensor in a flat dict;
+    entries named SHARED... are passed through unchanged."""
     if tensors is None:
         return None
-    return {key: value.index_select(0, order) for key, value in tensors.items()}
+    return {key: value if key.startswith(SHARED) else value.index_select(0, order) for key, value in tensors.items()}
 
 
 class Seq2Seq(nn.Module):
     """One interface for every translation model: a full forward pass for training, incremental steps for search.
 
     `memory` and `state` are flat dicts of batch-first tensors, so the default reorder methods (index_select on
-    dim 0) serve every model that keeps to that layout.
+    dim 0) serve every model that keeps to that layout; entries named SHARED... have no batch dimension.
     """
 
     max_output_len: int | None = None  # longest output (tokens, EOS excluded) decode_step supports; None: no limit

@@ -32,18 +32,34 @@ class TransformerOptions:
     max_positions: int = 1024
     rel_pos_k: int = 0  # Shaw et al. 2018 relative positions with clipping distance k (hao2019 5.3: 16); 0 = off
     disan: bool = False  # DiSAN directional masks on the encoder self-attention (Shen et al. 2018)
+    # zeng2021: self-attention kind per side; RAN-E = enc ran, RAN-D = dec ran, RAN-ALL = both
+    enc_self_attn: Literal["dot", "ran", "hcsa", "synr"] = "dot"
+    dec_self_attn: Literal["dot", "ran", "hcsa", "synr"] = "dot"
+    ran_max_len: int = 256  # M: RAN / Syn-R matrices are [heads, M, M]; longer sentences are refused
+    ran_attention_dropout: float = 0.0  # dropout on RAN / Syn-R / HC-SA weights (zeng2021 3.1: 0.2)
+    ran_fixed: bool = False  # Table 3 "fixed": A_0 frozen at its random initialisation
+    ran_transition: Literal["ln_res", "plain"] = "ln_res"  # eq. 3-4, or Table 3 "w/o LN&RES": tanh(W A + b)
+    enc_positions: bool = True  # Table 2 "-Pos-E": False drops the encoder's sinusoidal positions
+    dec_positions: bool = True  # Table 2 "-Pos-D"
 
     def __post_init__(self) -> None:
         for key in ("d_model", "ffn_dim", "heads", "enc_layers", "dec_layers"):
             _require(getattr(self, key) >= 1, key, "a positive integer", getattr(self, key))
         _require(self.d_model % 2 == 0, "d_model", "an even number (sin/cos halves)", self.d_model)
         _require(self.d_model % self.heads == 0, "heads", f"a divisor of d_model={self.d_model}", self.heads)
-        for key in ("dropout", "attention_dropout"):
+        for key in ("dropout", "attention_dropout", "ran_attention_dropout"):
             _require(0.0 <= getattr(self, key) < 1.0, key, "a probability in [0, 1)", getattr(self, key))
         _require(self.max_positions >= 2, "max_positions", "an integer >= 2", self.max_positions)
         _require(self.rel_pos_k >= 0, "rel_pos_k", "an integer >= 0 (0: no relative positions)", self.rel_pos_k)
         _require(not self.disan or self.heads % 2 == 0, "heads",
                  "an even number when 'disan' is on (half the heads forward, half backward)", self.heads)
+        _require(self.ran_max_len >= 1, "ran_max_len", "a positive integer", self.ran_max_len)
+        dot = self.enc_self_attn == "dot" and self.dec_self_attn == "dot"
+        _require(self.rel_pos_k == 0 or dot, "rel_pos_k",
+                 "0 unless both enc_self_attn and dec_self_attn are 'dot' (relative positions need queries)",
+                 self.rel_pos_k)
+        _require(not self.disan or self.enc_self_attn == "dot", "disan",
+                 "false unless enc_self_attn is 'dot' (DiSAN masks dot-product heads)", self.disan)
 
 
 @dataclass

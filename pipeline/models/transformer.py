@@ -1,6 +1,7 @@
 """The post-LN Transformer (Vaswani et al. 2017; hao2019 eq. 1-6) behind the incremental-decoding interface."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -8,8 +9,9 @@ from torch import Tensor, nn
 
 from pipeline.data.vocab import PAD, SPECIALS
 from pipeline.errors import PipelineError
-from pipeline.models.layers import FeedForward, MultiHeadAttention, Seq2Seq, SinusoidalPositions
+from pipeline.models.layers import SHARED, FeedForward, MultiHeadAttention, Seq2Seq, SinusoidalPositions
 from pipeline.models.options import TransformerOptions
+from pipeline.models.ran import PatternAttention, Patterns, TablePatterns, make_patterns
 
 
 class EncoderLayer(nn.Module):
@@ -74,7 +76,8 @@ class Transformer(Seq2Seq):
     """Encoder-decoder Transformer, post-LN, sinusoidal positions, embeddings scaled by sqrt(d_model).
 
     With rel_pos_k > 0 the sinusoidal absolute positions stay (our choice: hao2019 5.3 does not say, and the
-    warm-started model then sees the baseline's inputs).
+    warm-started model then sees the baseline's inputs). enc_self_attn / dec_self_attn other than "dot" replace
+    that side's self-attention by zeng2021's input-agnostic patterns (ran.py), one Patterns module per side.
     """
 
     Options = TransformerOptions
@@ -96,11 +99,24 @@ class Transformer(Seq2Seq):
         self.embed_drop = nn.Dropout(o.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(o) for _ in range(o.enc_layers))
         self.decoder_layers = nn.ModuleList(self.make_decoder_layer(i) for i in range(o.dec_layers))
+        self.enc_patterns = self.install_patterns(o.enc_self_attn, self.encoder_layers, causal=False)
+        self.dec_patterns = self.install_patterns(o.dec_self_attn, self.decoder_layers, causal=True)
         self.output_proj = nn.Linear(o.d_model, tgt_vocab_size, bias=False)
         if o.share_embeddings or o.tie_output:
             self.output_proj.weight = self.tgt_embed.weight
-        self.max_output_len = o.max_positions - 1
+        longest = o.max_positions if o.dec_self_attn in ("dot", "hcsa") else min(o.max_positions, o.ran_max_len)
+        self.max_output_len = longest - 1
         self.reset_parameters()
+
+    def install_patterns(self, kind: str, layers: nn.ModuleList, causal: bool) -> Patterns | None:
+        """For kind != "dot": the side's patterns, and every layer's self_attn replaced by a PatternAttention."""
+        if kind == "dot":
+            return None
+        o = self.options
+        patterns = make_patterns(kind, o.heads, len(layers), causal, o.ran_max_len, o.ran_transition, o.ran_fixed)
+        for i, layer in enumerate(layers):
+            layer.self_attn = PatternAttention(o.d_model, o.heads, o.ran_attention_dropout, patterns, i)
+        return patterns
 
     def make_decoder_layer(self, index: int) -> nn.Module:
         """Decoder layer number `index` (0 = bottom)."""
@@ -118,37 +134,60 @@ class Transformer(Seq2Seq):
             for emb in tables:
                 nn.init.normal_(emb.weight, mean=0.0, std=self.options.d_model ** -0.5)
                 emb.weight[PAD].zero_()
+        for patterns in (self.enc_patterns, self.dec_patterns):
+            if patterns is not None:
+                patterns.reset_parameters()  # per-head [M,M] matrices (ran.py)
 
-    def embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
-        """tokens [B,L] at positions offset.. -> sqrt(d)-scaled embeddings + positions, dropped out: [B,L,d]."""
-        x = table(tokens) * math.sqrt(self.options.d_model) + self.positions(tokens.size(1), offset)
+    def embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0, positions: bool = True) -> Tensor:
+        """tokens [B,L] at positions offset.. -> sqrt(d)-scaled embeddings (+ positions), dropped out: [B,L,d]."""
+        x = table(tokens) * math.sqrt(self.options.d_model)
+        if positions:  # zeng2021 Table 2 drops them per side (enc_positions / dec_positions)
+            x = x + self.positions(tokens.size(1), offset)
         return self.embed_drop(x)
+
+    def patterns_of(self, patterns: Patterns | None, tables: Tensor | None = None):
+        """Context in which a side's layers share one computation of its pattern tables (or the given ones)."""
+        if patterns is None:
+            return contextlib.nullcontext()
+        return patterns.use(patterns.tables() if tables is None else tables)
 
     def encode(self, src: Tensor) -> dict[str, Tensor]:
         """src [B,S] -> {"enc": [B,S,d], "enc_pad": [B,S] True at padding}."""
-        return self.encode_embedded(self.embed(self.src_embed, src), src.eq(PAD))
+        x = self.embed(self.src_embed, src, positions=self.options.enc_positions)
+        return self.encode_embedded(x, src.eq(PAD))
 
     def encode_embedded(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
         """Encoder stack over embedded source x [B,S,d] -> memory."""
         h = x
-        for layer in self.encoder_layers:
-            h = layer(h, pad)
+        with self.patterns_of(self.enc_patterns):
+            for layer in self.encoder_layers:
+                h = layer(h, pad)
         return {"enc": h, "enc_pad": pad}
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """src [B,S], tgt_in [B,T] -> logits [B,T,V]."""
         memory = self.encode(src)
-        h = self.embed(self.tgt_embed, tgt_in)
-        for layer in self.decoder_layers:
-            h = layer(h, memory)
+        h = self.embed(self.tgt_embed, tgt_in, positions=self.options.dec_positions)
+        with self.patterns_of(self.dec_patterns):
+            for layer in self.decoder_layers:
+                h = layer(h, memory)
         return self.output_proj(h)
 
     def decode_step(self, prev_tokens: Tensor, memory: dict[str, Tensor],
                     state: dict[str, Tensor] | None) -> tuple[Tensor, dict[str, Tensor]]:
-        """prev_tokens [B,t] -> logits [B,V] at position t; state caches keys/values per layer."""
+        """prev_tokens [B,t] -> logits [B,V] at position t; state caches keys/values per layer and, computed at
+        the first step only, the decoder's pattern tables (input-agnostic: one copy for the whole batch)."""
         state = {} if state is None else dict(state)
         t = prev_tokens.size(1)
-        h = self.embed(self.tgt_embed, prev_tokens[:, -1:], offset=t - 1)
-        for i, layer in enumerate(self.decoder_layers):
-            h = layer(h, memory, cache=state, name=f"dec{i}")
+        h = self.embed(self.tgt_embed, prev_tokens[:, -1:], offset=t - 1, positions=self.options.dec_positions)
+        if isinstance(self.dec_patterns, TablePatterns):
+            self.dec_patterns.check_length(t)  # before any lookup: position t-1 must fit the matrices
+        key = f"{SHARED}dec_patterns"
+        if self.dec_patterns is not None and key not in state:
+            tables = self.dec_patterns.tables()
+            if tables is not None:
+                state[key] = tables
+        with self.patterns_of(self.dec_patterns, state.get(key)):
+            for i, layer in enumerate(self.decoder_layers):
+                h = layer(h, memory, cache=state, name=f"dec{i}")
         return self.output_proj(h[:, 0]), state
