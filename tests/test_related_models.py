@@ -47,17 +47,6 @@ def test_the_option_changes_the_model(name):
         assert (make(name)(src, tgt) - baseline(seed=0)(src, tgt)).abs().max().item() > 1e-3
 
 
-@pytest.mark.parametrize("name", VARIANTS)
-def test_every_parameter_gets_a_gradient(name):
-    """No unused parameters (DDP would refuse them), including the relative tables of the causal decoder."""
-    model = make(name).train()
-    src, tgt = batch()
-    logits = model(src, tgt)
-    torch.nn.functional.cross_entropy(logits.view(-1, V_TGT), tgt.roll(-1, 1).view(-1)).backward()
-    dead = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
-    assert dead == []
-
-
 # ---- relative positions --------------------------------------------------------------------------------------------
 
 def rel_attention(k=3, causal=False, seed=0):

@@ -40,17 +40,7 @@ def bleu(hyps: list[str], refs: list[str], *, tokenize: str = "13a", lowercase: 
     check_tokenize(tokenize)
     n = check_aligned(hyps=hyps, refs=refs)
     metric = BLEU(tokenize=tokenize, lowercase=lowercase)
-    score = metric.corpus_score(list(hyps), [list(refs)])
-    return {
-        "score": float(score.score),
-        "signature": metric.get_signature().format(),
-        "counts": [int(c) for c in score.counts],
-        "totals": [int(t) for t in score.totals],
-        "bp": float(score.bp),
-        "sys_len": int(score.sys_len),
-        "ref_len": int(score.ref_len),
-        "n_sentences": n,
-    }
+    return _result(metric.corpus_score(list(hyps), [list(refs)]), metric.get_signature().format(), n)
 
 
 def tokenized_bleu(hyps: list[str], refs: list[str], *more_refs: list[str]) -> dict:
@@ -62,14 +52,18 @@ def tokenized_bleu(hyps: list[str], refs: list[str], *more_refs: list[str]) -> d
     streams = [list(refs)] + [list(r) for r in more_refs]
     n = check_aligned(hyps=hyps, **{f"refs{i}" if i else "refs": r for i, r in enumerate(streams)})
     metric = BLEU(tokenize="none", smooth_method="none", lowercase=False, force=True)
-    score = metric.corpus_score(list(hyps), streams)
+    return _result(metric.corpus_score(list(hyps), streams), "multi-bleu|" + metric.get_signature().format(), n)
+
+
+def _result(score, signature: str, n_sentences: int) -> dict:
+    """A sacrebleu BLEUScore as the plain dict every score file holds."""
     return {
         "score": float(score.score),
-        "signature": "multi-bleu|" + metric.get_signature().format(),
+        "signature": signature,
         "counts": [int(c) for c in score.counts],
         "totals": [int(t) for t in score.totals],
         "bp": float(score.bp),
         "sys_len": int(score.sys_len),
         "ref_len": int(score.ref_len),
-        "n_sentences": n,
+        "n_sentences": n_sentences,
     }
