@@ -154,3 +154,15 @@ def test_malformed_bitext_line_names_file_and_line(served, server, tmp_path):
         build_remote(task, "fi", "en", tmp_path / "o", tmp_path / "c", progress=False)
     assert not (tmp_path / "o" / "train.fi").exists()
     assert not list((tmp_path / "c" / "extracted").glob("columns-*/*.col1"))  # no half-written column file
+
+
+def test_a_257_token_sentence_is_filtered_with_a_count_in_the_cleaning_report(tmp_path):
+    """RAN's attention matrices hold 256 positions: longer sentences are dropped at preprocessing, never a crash."""
+    from pipeline.data.clean import clean_parallel
+    long_src, ok_src = " ".join(["w"] * 257), " ".join(["w"] * 256)
+    (tmp_path / "in.src").write_text(f"{long_src}\n{ok_src}\nshort one\n", encoding="utf-8")
+    (tmp_path / "in.tgt").write_text("a b\nc d\ne f\n", encoding="utf-8")
+    report = clean_parallel(tmp_path / "in.src", tmp_path / "in.tgt", tmp_path / "out.src", tmp_path / "out.tgt",
+                            max_len=256)
+    assert report["dropped_long"] == 1 and report["kept"] == 2
+    assert (tmp_path / "out.src").read_text(encoding="utf-8").splitlines() == [ok_src, "short one"]
