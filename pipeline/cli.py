@@ -149,10 +149,14 @@ def cmd_translate(args) -> None:
 
 # ------------------------------------------------------------------------------------------ evaluation
 def cmd_score(args) -> None:
-    from pipeline.evaluate.bleu import bleu, target_tokenizer
+    from pipeline.evaluate.bleu import bleu, target_tokenizer, tokenized_bleu
     hyps, refs = read_lines(args.hyp), read_lines(args.ref)
-    result = bleu(hyps, refs, tokenize=target_tokenizer(args.lang))
-    result.update({"system": args.system, "test_set": args.test_set, "metric": "BLEU"})
+    if args.metric == "multi-bleu":  # zeng2021: the detokenised output tokenised again, against the tokenised reference
+        from pipeline.data.tokenize import tokenize_lines
+        result = tokenized_bleu(tokenize_lines(hyps, args.lang), refs)
+    else:
+        result = bleu(hyps, refs, tokenize=target_tokenizer(args.lang))
+    result.update({"system": args.system, "test_set": args.test_set, "metric": args.metric})
     _write_json(args.output, result)
     print(f"{args.system} {args.test_set}: BLEU {result['score']:.2f} ({result['signature']})")
 
@@ -170,10 +174,79 @@ def cmd_significance(args) -> None:
 
 def cmd_length_bins(args) -> None:
     from pipeline.evaluate.bleu import target_tokenizer
-    from pipeline.evaluate.length import bleu_by_length
-    bins = bleu_by_length(read_lines(args.src), read_lines(args.hyp), read_lines(args.ref),
-                          tokenize=target_tokenizer(args.lang))
-    _write_json(args.output, bins)
+    from pipeline.evaluate.length import BINS, bleu_by_length
+    hyps, refs = read_lines(args.hyp), read_lines(args.ref)
+    by = {"source": args.src, "target": args.tgt}
+
+    def bins(kind: str) -> list[dict]:
+        """BLEU per bin of the tokenised source or reference length."""
+        return bleu_by_length(read_lines(by[kind]), hyps, refs, tokenize=target_tokenizer(args.lang),
+                              bins=BINS[args.bins])
+
+    if args.by == ["source"] and args.bins == "hao2019":
+        _write_json(args.output, bins("source"))
+    else:
+        if "target" in args.by and not args.tgt:
+            raise PipelineError("length-bins: --by target needs --tgt (the tokenised reference)")
+        _write_json(args.output, {kind: bins(kind) for kind in args.by})
+
+
+def _test_ids(model_path: str, src: str, tgt: str | None, src_vocab: str, tgt_vocab: str | None, limit: int):
+    """The model and the first `limit` test sentences as ids, pairs that do not fit the model left out."""
+    from pipeline.checkpoint import load_model
+    from pipeline.data.vocab import Vocab
+    from pipeline.train import within_length
+
+    model, _ = load_model(Path(model_path))
+    src_ids = [Vocab.load(src_vocab).encode(line) for line in read_lines(src)[:limit]]
+    if tgt is None:
+        return model, src_ids, None
+    tgt_ids = [Vocab.load(tgt_vocab).encode(line) for line in read_lines(tgt)[:limit]]
+    (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), getattr(model, "max_input_len", None))
+    if dropped:
+        print(f"note: {dropped} test pair(s) longer than the model's positions left out", file=sys.stderr)
+    return model, src_ids, tgt_ids
+
+
+def cmd_attention(args) -> None:
+    import torch
+
+    from pipeline.evaluate.attention import attention_statistics
+    torch.manual_seed(0)
+    model, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab, args.sentences)
+    _write_json(args.output, attention_statistics(model, src_ids, tgt_ids, bins=args.bins))
+
+
+def cmd_patterns(args) -> None:
+    from pipeline.checkpoint import load_model
+    from pipeline.evaluate.attention import pattern_weights
+    _write_json(args.output, pattern_weights(load_model(Path(args.model))[0], args.size))
+
+
+def cmd_speed(args) -> None:
+    from pipeline.evaluate.speed import decoding_speed
+    model, src_ids, _ = _test_ids(args.model, args.src, None, args.src_vocab, None, args.sentences)
+    spec = json.loads(args.spec)
+    model.eval()
+    rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
+                          repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
+                          length_penalty=spec["length_penalty"])
+    _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": "cpu"})
+    for row in rows:
+        print(f"batch {row['batch_size']:>4} beam {row['beam']:>3}: {row['tokens_per_s']:.1f} tokens/s")
+
+
+def cmd_score_generation(args) -> None:
+    from pipeline.data.tokenize import tokenize_lines
+    from pipeline.evaluate.bleu import bleu
+    from pipeline.evaluate.rouge import meteor_unavailable_reason, rouge
+    hyps, refs = read_lines(args.hyp), read_lines(args.ref)
+    result = rouge(tokenize_lines(hyps, args.lang), tokenize_lines(refs, args.lang))
+    sacre = bleu(hyps, refs)
+    result.update({"bleu4": sacre["score"], "bleu4_signature": sacre["signature"], "meteor": None,
+                   "meteor_reason": meteor_unavailable_reason(), "system": args.system})
+    _write_json(args.output, result)
+    print(json.dumps({k: v for k, v in result.items() if k.startswith(("rouge", "bleu4"))}))
 
 
 def cmd_probing_data(args) -> None:
@@ -207,7 +280,7 @@ def cmd_probe(args) -> None:
 
 
 def _cell(files: dict) -> dict:
-    """One cell of a table from its files: BLEU, parameters, speed, significance, probing accuracies."""
+    """One cell of a hao2019 table from its files: BLEU, parameters, speed, significance, probing accuracies."""
     model = _read_json(files["model"])
     cell = {"bleu": _read_json(files["score"])["score"], "params": model["n_params"]}
     if model.get("steps_per_s") is not None:
@@ -221,30 +294,59 @@ def _cell(files: dict) -> dict:
     return cell
 
 
+def _zeng2021_cell(files: dict, pair: str) -> dict:
+    """One cell of a zeng2021 table or figure: both BLEUs, a task's generation metrics, or one analysis."""
+    from pipeline.report.zeng2021 import TABLE4
+    if "multi_bleu" in files:
+        cell = {"bleu": _read_json(files["multi_bleu"])["score"], "sacrebleu": _read_json(files["score"])["score"],
+                "params": _read_json(files["model"])["n_params"]}
+        if files.get("significance"):
+            cell["p_value"] = _read_json(files["significance"])["p_value"]
+        return cell
+    if "generation" in files:
+        scores = _read_json(files["generation"])
+        return {metric: scores[metric] for metric in TABLE4[pair].pairs}
+    if "speed" in files:
+        return {"speed": _read_json(files["speed"])["rows"]}
+    for analysis in ("attention", "patterns", "length"):
+        if analysis in files:
+            return {analysis: _read_json(files[analysis])}
+    raise PipelineError(f"zeng2021 cell {pair}: no analysis among its files ({', '.join(files)})")
+
+
 def cmd_table(args) -> None:
-    from pipeline.report.hao2019 import LAYOUTS
+    from pipeline.report.layouts import build
     from pipeline.report.table import write_table
     spec = json.loads(args.spec)
-    if args.name not in LAYOUTS:
-        raise PipelineError(f"table '{args.name}': no layout for it; known: {', '.join(LAYOUTS)}")
     cells, footer = spec["cells"], spec["footer"]
+    all_files = [files for by_pair in cells.values() for files in by_pair.values()]
     footer["bleu_signature"] = {pair: _read_json(files["score"])["signature"]
                                 for by_pair in cells.values() for pair, files in by_pair.items()}
-    runs = [_read_json(files["model"]) for by_pair in cells.values() for files in by_pair.values()]
+    runs = [_read_json(files["model"]) for files in all_files]
     footer["device"] = ", ".join(sorted({f"{run['device']} x {run['world_size']} process(es)" for run in runs}))
-    if any("length" in files for by_pair in cells.values() for files in by_pair.values()):
+    if args.name.startswith("zeng2021-"):
+        ours = {row: {pair: _zeng2021_cell(files, pair) for pair, files in by_pair.items()}
+                for row, by_pair in cells.items()}
+        signatures = {_read_json(files["multi_bleu"])["signature"] for files in all_files if "multi_bleu" in files}
+        if signatures:
+            footer["tok_signature"] = "; ".join(sorted(signatures))
+        reasons = {_read_json(files["generation"])["meteor_reason"] for files in all_files if "generation" in files}
+        if reasons:
+            footer["na_reasons"] = {"meteor": "; ".join(sorted(reasons))}
+    elif any("length" in files for files in all_files):
         ours = {row: _read_json(files["length"]) for row, by_pair in cells.items() for files in by_pair.values()}
     else:
         ours = {row: {pair: _cell(files) for pair, files in by_pair.items()} for row, by_pair in cells.items()}
-    result = LAYOUTS[args.name](ours, footer)
+    table, figure = build(args.name, ours, footer)
     if args.figure:
         from pipeline.report.figures import save_figure
-        table, figure = result
+        if figure is None:
+            raise PipelineError(f"table '{args.name}' is a table, not a figure; use --markdown")
         write_table(table, args.output)
         save_figure(figure, Path(args.figure))
     else:
-        write_table(result, args.output, args.markdown)
-        print(result.to_markdown())
+        write_table(table, args.output, args.markdown)
+        print(table.to_markdown())
 
 
 def cmd_describe(args) -> None:
@@ -343,9 +445,32 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--no-progress", action="store_true")
 
-    p = step("score", cmd_score, "case-sensitive sacreBLEU of a detokenised hypothesis file")
+    p = step("score", cmd_score, "case-sensitive BLEU of a detokenised hypothesis file")
     for name in ("--hyp", "--ref", "--lang", "--output", "--system", "--test-set"):
         p.add_argument(name, required=True)
+    p.add_argument("--metric", choices=("sacrebleu", "multi-bleu"), default="sacrebleu",
+                   help="sacrebleu: against the raw reference; multi-bleu: the hypothesis re-tokenised, against "
+                        "the tokenised reference (zeng2021's tokenised BLEU)")
+
+    p = step("score-generation", cmd_score_generation, "ROUGE-1/2/L, BLEU-4 and METEOR (n/a) of a generation task")
+    for name in ("--hyp", "--ref", "--lang", "--output", "--system"):
+        p.add_argument(name, required=True)
+
+    p = step("attention", cmd_attention, "self-attention entropy, histograms and JS divergence on the test set")
+    for name in ("--model", "--src", "--tgt", "--src-vocab", "--tgt-vocab", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--sentences", type=int, default=400, help="the first N test sentences")
+    p.add_argument("--bins", type=int, default=20)
+
+    p = step("patterns", cmd_patterns, "the learnt (input-independent) attention weights of a RAN / Syn-R model")
+    p.add_argument("--model", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--size", type=int, default=80)
+
+    p = step("speed", cmd_speed, "decoding speed (target tokens/s) by batch size and beam, median of repeats")
+    for name in ("--model", "--src", "--src-vocab", "--output", "--spec"):
+        p.add_argument(name, required=True)
+    p.add_argument("--sentences", type=int, default=200, help="the first N test sentences")
 
     p = step("significance", cmd_significance, "paired bootstrap resampling of a system against its baseline")
     for name in ("--ref", "--baseline", "--system", "--lang", "--output"):
@@ -353,9 +478,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-samples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=12345)
 
-    p = step("length-bins", cmd_length_bins, "BLEU by source length bins (the paper's bins)")
+    p = step("length-bins", cmd_length_bins, "BLEU by source (and target) length bins (a paper's bins)")
     for name in ("--src", "--hyp", "--ref", "--lang", "--output"):
         p.add_argument(name, required=True)
+    p.add_argument("--tgt", help="the tokenised reference, for --by target")
+    p.add_argument("--by", nargs="+", choices=("source", "target"), default=["source"])
+    p.add_argument("--bins", choices=("hao2019", "zeng2021"), default="hao2019")
 
     p = step("probing-data", cmd_probing_data, "probing tasks: built from text (tiny) or SentEval's files (paper)")
     p.add_argument("--source", choices=("text", "senteval"), required=True)

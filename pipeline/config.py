@@ -22,6 +22,12 @@ RECIPE_KEYS = {
     "valid_every": int, "log_every": int,
 }
 RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
+# Per-cell analyses a table or figure may ask for (zeng2021): tokenised multi-bleu BLEU beside SacreBLEU, BLEU by
+# source and target length, attention statistics, the learnt attention patterns, decoding speed, and the
+# generation metrics (ROUGE, BLEU-4, METEOR) of Table 4.
+ANALYSES = ("tokenized_bleu", "length_src_tgt", "attention", "patterns", "speed", "generation")
+ANALYSIS_KEYS = {"speed_sentences": int, "speed_batch_sizes": list, "speed_beams": list, "speed_repeats": int,
+                 "attention_sentences": int, "attention_bins": int, "patterns_size": int}
 DECODING_KEYS = {"beam": int, "length_penalty": float, "batch_size": int, "max_len_a": float, "max_len_b": int}
 
 
@@ -73,6 +79,7 @@ class Experiment:
     recipe: str
     init: str | None = None
     options: dict = field(default_factory=dict)  # overrides of the preset's options for this system only
+    decoding: dict = field(default_factory=dict)  # overrides of the global decoding settings (e.g. length_penalty)
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,7 @@ class Table:
     figure: bool = False
     probing: bool = False       # the layout shows probing accuracies (hao2019 Table 5)
     length_bins: bool = False   # the layout shows BLEU by source length
+    analyses: tuple = ()        # further per-cell files the layout reads (ANALYSES)
 
     @property
     def target(self) -> str:
@@ -116,6 +124,11 @@ class Params:
     experiments: dict[str, Experiment]
     tables: dict[str, Table] = field(default_factory=dict)
     probing: dict = field(default_factory=dict)
+    analysis: dict = field(default_factory=dict)
+
+    def decoding_of(self, experiment: str) -> dict:
+        """The decoding settings of an experiment: the global ones plus its own overrides."""
+        return {**self.decoding, **self.experiments[experiment].decoding}
 
     def model_options(self, experiment: str) -> tuple[str, dict]:
         """The architecture and options of an experiment: its preset plus its own overrides."""
@@ -193,7 +206,7 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
     if not isinstance(raw, dict):
         raise PipelineError(f"{source}: expected a mapping at the top level")
     top = ("scale", "seed", "paths", "corpora", "models", "recipes", "decoding", "significance",
-           "experiments", "finetunes", "tables", "figures", "probing")
+           "experiments", "finetunes", "tables", "figures", "probing", "analysis")
     scale = scale or raw.get("scale", "tiny")
     if scale not in SCALES:
         raise PipelineError(f"{source}: scale: expected one of {', '.join(SCALES)}, got {scale!r}")
@@ -233,6 +246,11 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
                                                            "epochs": int, "hidden": int, "lr": float})
     if "corpus" in probing:
         r.name_ref(probing["corpus"], "probing.corpus", corpora, "corpus")
+    analysis = _flat(r, raw.get("analysis", {}), "analysis", ANALYSIS_KEYS)
+    for key in ("speed_batch_sizes", "speed_beams"):
+        values = analysis.get(key, [1])
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+            r.fail(f"analysis.{key}", f"expected a non-empty list of positive integers, got {values!r}")
     return Params(
         scale=scale,
         seed=r.value(raw.get("seed", 1), "seed", int),
@@ -240,7 +258,7 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
         downloads=r.value(paths.get("downloads", "artifacts/downloads"), "paths.downloads", str),
         manual={k: r.value(v, f"paths.manual.{k}", str) for k, v in manual.items()},
         corpora=corpora, models=models, recipes=recipes, decoding=decoding, significance=significance,
-        experiments=experiments, tables=tables, probing=probing,
+        experiments=experiments, tables=tables, probing=probing, analysis=analysis,
     )
 
 
@@ -312,7 +330,7 @@ def _experiment(r, group, name, spec, corpora, models, recipes) -> Experiment:
     key = f"{group}.{name}"
     spec = r.mapping(spec, key)
     required = ("corpus", "model", "recipe") + (("init",) if group == "finetunes" else ())
-    r.keys(spec, key, required + ("options",), required=required)
+    r.keys(spec, key, required + ("options", "decoding"), required=required)
     model = r.name_ref(spec["model"], f"{key}.model", models, "model preset")
     options = _scaled_options(r, f"{key}.options", r.mapping(spec.get("options") or {}, f"{key}.options"))
     _check_model_options(r, f"{key}.options", models[model].arch, {**models[model].options, **options})
@@ -323,13 +341,14 @@ def _experiment(r, group, name, spec, corpora, models, recipes) -> Experiment:
         recipe=r.name_ref(spec["recipe"], f"{key}.recipe", recipes, "recipe"),
         init=spec.get("init"),
         options=options,
+        decoding=_flat(r, spec.get("decoding") or {}, f"{key}.decoding", DECODING_KEYS),
     )
 
 
 def _table(r: _Reader, group: str, name: str, spec: Any, experiments: dict) -> Table:
     key = f"{group}.{name}"
     spec = r.mapping(spec, key)
-    r.keys(spec, key, ("paper", "output", "cells", "baselines", "probing", "length_bins"),
+    r.keys(spec, key, ("paper", "output", "cells", "baselines", "probing", "length_bins", "analyses"),
            required=("paper", "output", "cells"))
     cells = {}
     for row, by_pair in r.mapping(spec["cells"], f"{key}.cells").items():
@@ -340,10 +359,14 @@ def _table(r: _Reader, group: str, name: str, spec: Any, experiments: dict) -> T
     for row, base in r.mapping(spec.get("baselines") or {}, f"{key}.baselines").items():
         r.name_ref(row, f"{key}.baselines.{row}", cells, "table row")
         baselines[row] = r.name_ref(base, f"{key}.baselines.{row}", cells, "table row")
+    analyses = spec.get("analyses") or []
+    if not isinstance(analyses, list) or any(a not in ANALYSES for a in analyses):
+        r.fail(f"{key}.analyses", f"expected a list of {', '.join(ANALYSES)}, got {analyses!r}")
     output = r.value(spec["output"], f"{key}.output", str)
     if not output.replace("_", "").isalnum():
         r.fail(f"{key}.output", f"expected a file stem such as table3 or fig5, got {output!r}")
     return Table(name=name, paper=r.value(spec["paper"], f"{key}.paper", str), output=output, cells=cells,
                  baselines=baselines, figure=group == "figures",
                  probing=r.value(spec.get("probing", False), f"{key}.probing", bool),
-                 length_bins=r.value(spec.get("length_bins", False), f"{key}.length_bins", bool))
+                 length_bins=r.value(spec.get("length_bins", False), f"{key}.length_bins", bool),
+                 analyses=tuple(analyses))

@@ -376,6 +376,7 @@ class Trainer:
 
     def __init__(self, model, train, valid, recipe: Recipe, run_dir: Path, meta: dict, dist_: Dist,
                  progress: bool):
+        self.dropped_too_long: dict = {}  # set by fit (within_length)
         self.recipe, self.run_dir, self.meta, self.dist = recipe, Path(run_dir), meta, dist_
         self.model = model.to(dist_.device)
         self.train_src, self.train_tgt = train
@@ -567,7 +568,7 @@ class Trainer:
             "best_valid_nll": s.best_valid, "n_params": count_parameters(self.model),
             "world_size": self.dist.world, "device": self.dist.device.type, "resumed_from_step": self.resumed_from,
             "fresh_parameters": self.fresh_params, "recipe": self.recipe.to_dict(),
-            "environment": run_environment(),
+            "environment": run_environment(), "dropped_too_long": self.dropped_too_long,
         }
         if self.dist.main:
             out_dir = Path(out_dir)
@@ -616,9 +617,12 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     rank calls fit; rank 0 writes files. Returns the summary written to train.json.
     """
     _check_inputs(train, valid, meta, recipe)
+    limit = getattr(model, "max_input_len", None)
+    (train, n_train), (valid, n_valid) = within_length(train, limit), within_length(valid, limit)
     dist_ = Dist()
     try:
         trainer = Trainer(model, train, valid, recipe, Path(run_dir), meta, dist_, progress)
+        trainer.dropped_too_long = {"train": n_train, "valid": n_valid, "limit": limit}
         trainer.start(init_state)
         try:
             trainer.run()
@@ -628,6 +632,22 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
                 trainer.log.close()
     finally:
         dist_.close()
+
+
+def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | None
+                  ) -> tuple[tuple[list[list[int]], list[list[int]]], int]:
+    """The pairs whose source + EOS and BOS + target fit `limit` positions, and how many were dropped.
+
+    zeng2021 3.1 removes sentences longer than its 256x256 attention matrices; BPE can lengthen a sentence
+    that passed the word-count filter, so the trainer drops those too instead of crashing (None: no limit).
+    """
+    src, tgt = pairs
+    if limit is None:
+        return pairs, 0
+    keep = [i for i in range(len(src)) if len(src[i]) + 1 <= limit and len(tgt[i]) + 1 <= limit]
+    if not keep:
+        raise PipelineError(f"no sentence pair fits the model's {limit} positions; expected shorter sentences")
+    return ([src[i] for i in keep], [tgt[i] for i in keep]), len(src) - len(keep)
 
 
 def _check_inputs(train, valid, meta: dict, recipe: Recipe) -> None:

@@ -25,6 +25,9 @@ def test_project_params_resolve_per_scale():
     assert paper.recipes["base"].resources.gpu == 8 and tiny.recipes["base"].resources.gpu == 0
     assert tiny.experiments["zhen-base-biarn"].init == "zhen-base"
     assert tiny.tables["hao2019-table3"].target == "results/hao2019/table3.tsv"
+    assert paper.decoding_of("z-zhen-transf")["length_penalty"] == 1.0  # zeng2021 3.1: 1.0 for Zh-En
+    assert paper.decoding_of("z-ende-transf")["length_penalty"] == 0.6
+    assert paper.tables["zeng2021-fig3"].analyses == ("speed",) and paper.analysis["patterns_size"] == 80
 
 
 @pytest.mark.parametrize("mutate, key, expected", [
@@ -44,6 +47,11 @@ def test_project_params_resolve_per_scale():
     (lambda p: p["models"]["transformer-base"].update(d_modle=64), "models.transformer-base", "d_modle"),
     (lambda p: p["tables"]["hao2019-table3"]["cells"]["base"].update({"zh-en": "zhen-bse"}),
      "tables.hao2019-table3.cells.base.zh-en", "unknown experiment"),
+    (lambda p: p["figures"]["zeng2021-fig3"].update(analyses=["sped"]), "figures.zeng2021-fig3.analyses",
+     "expected a list of tokenized_bleu"),
+    (lambda p: p["experiments"]["z-zhen-transf"].update(decoding={"length_penalty": "long"}),
+     "experiments.z-zhen-transf.decoding.length_penalty", "expected float"),
+    (lambda p: p["analysis"].update(speed_beams=[4, 0]), "analysis.speed_beams", "positive integers"),
 ])
 def test_bad_params_name_the_key(mutate, key, expected):
     params = project_params()

@@ -201,6 +201,28 @@ def test_length_beyond_ran_max_len_names_the_option():
     assert make(enc_self_attn="hcsa", dec_self_attn="hcsa").encode(long_src)["enc"].shape == (1, 9, 16)
 
 
+def test_training_drops_and_translation_truncates_what_does_not_fit_the_matrices(tmp_path):
+    from pipeline.train import Recipe, fit, within_length
+    from pipeline.translate import fit_sources
+
+    model = make(enc_self_attn="ran", dec_self_attn="ran")
+    assert model.max_input_len == 8
+    assert make().max_input_len == make(enc_self_attn="hcsa").max_input_len == 1024
+    pairs = ([[5] * 7, [5] * 8, [5] * 3], [[6] * 3, [6] * 3, [6] * 7])  # + EOS / BOS: 8, 9 (too long), 8 positions
+    assert within_length(pairs, 8) == (([[5] * 7, [5] * 3], [[6] * 3, [6] * 7]), 1)
+    assert within_length(pairs, None) == (pairs, 0)
+    with pytest.raises(PipelineError, match="8 positions"):
+        within_length(([[5] * 9], [[6]]), 8)
+    assert fit_sources([[5] * 9 + [2], [5, 2]], 8) == [[5] * 7 + [2], [5, 2]]  # EOS kept
+    recipe = Recipe.from_dict({"lr": 0.001, "warmup": 1, "max_steps": 2, "batch_tokens": 40, "seed": 1,
+                               "checkpoint_every": 2, "valid_every": 2})
+    meta = {"arch": "transformer", "options": {**SMALL, "enc_self_attn": "ran", "dec_self_attn": "ran"},
+            "src_vocab_size": V, "tgt_vocab_size": V}
+    summary = fit(model.train(), pairs, pairs, recipe, run_dir=tmp_path / "run", out_dir=tmp_path / "out", meta=meta,
+                  progress=False)
+    assert summary["dropped_too_long"] == {"train": 1, "valid": 1, "limit": 8}
+
+
 # ---- positions (Table 2) -------------------------------------------------------------------------------------------
 
 def test_positions_can_be_dropped_per_side():

@@ -173,7 +173,7 @@ def test_registry_names_and_paper_entries():
     names = set(registry.CORPORA)
     assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
             "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
-    assert all(n.startswith(("toy-", "wmt", "nist", "l10n-")) for n in names)
+    assert all(n.startswith(("toy-", "wmt", "nist", "l10n-", "standin-", "cnndm", "personachat")) for n in names)
     ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
     assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task
     assert [p.name for p in ende.task.train] == ["europarl-v7", "commoncrawl", "news-commentary-v9"]

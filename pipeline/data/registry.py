@@ -3,7 +3,9 @@
 Every corpus builds the same layout: {out_dir}/train|valid|test.{src,tgt} (one sentence per line,
 UTF-8; remote tasks with more test sets add test-<name>.{src,tgt}, e.g. NIST MT04) and datacard.json/.md.
 Kinds: "embedded" (l10n-<src>-<tgt>, tiny scale), "synthetic" (toy-*, language-free: the caller picks
-the file suffixes) and "remote" (paper-scale WMT and NIST corpora).
+the file suffixes), "remote" (paper-scale WMT and NIST corpora) and "generation" (zeng2021 Table 4:
+standin-summarization / standin-dialogue at tiny scale, cnndm / personachat at paper scale; the
+"languages" doc->sum and ctx->rsp are file suffixes of English text).
 """
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.data.generation import GENERATION_TASKS, StandinTask
 from pipeline.data.remote import REMOTE_TASKS, RemoteTask, build_remote
 from pipeline.errors import PipelineError
 
-KINDS = ("embedded", "synthetic", "remote")
+KINDS = ("embedded", "synthetic", "remote", "generation")
 EMBEDDED_SIZE_KEYS = ("valid_size", "test_size")
 SYNTHETIC_SIZE_KEYS = ("train_size", "valid_size", "test_size", "vocab_size", "min_len", "max_len")
 TOY_TASKS = {"toy-copy": "copy", "toy-reverse": "reverse", "toy-reorder": "reorder"}
@@ -30,7 +33,7 @@ class CorpusSpec:
     name: str
     src: str
     tgt: str
-    kind: str  # "embedded" | "synthetic" | "remote"
+    kind: str  # "embedded" | "synthetic" | "remote" | "generation"
     pretokenized: bool  # synthetic corpora are already tokenised: skip Moses/jieba
     description: str = ""
     task: RemoteTask | None = None  # remote: the paper-scale task (either direction)
@@ -70,6 +73,19 @@ def _remote_specs() -> dict[str, CorpusSpec]:
     return specs
 
 
+def _generation_specs() -> dict[str, CorpusSpec]:
+    """standin-summarization, standin-dialogue (seeded splits, sizes apply) and cnndm, personachat (fixed splits)."""
+    specs = {}
+    for name, task in GENERATION_TASKS.items():
+        if isinstance(task, StandinTask):
+            specs[name] = CorpusSpec(name, task.src, task.tgt, "generation", False, task.standin,
+                                     size_keys=EMBEDDED_SIZE_KEYS)
+        else:
+            specs[name] = CorpusSpec(name, task.src, task.tgt, "generation", False, f"{task.paper} ({task.url})",
+                                     ignored_size_keys=EMBEDDED_SIZE_KEYS)
+    return specs
+
+
 def _embedded_specs() -> dict[str, CorpusSpec]:
     """l10n-<src>-<tgt> for every embedded direction (imports the embedded module lazily)."""
     from pipeline.data.embedded import EMBEDDED_PAIRS
@@ -106,7 +122,7 @@ ZENG2021_PREPROCESS: dict[str, PreprocessFacts] = {
 @functools.cache
 def _static() -> dict[str, CorpusSpec]:
     """Specs that need no other module."""
-    return {**_toy_specs(), **_remote_specs()}
+    return {**_toy_specs(), **_remote_specs(), **_generation_specs()}
 
 
 @functools.cache
@@ -179,6 +195,10 @@ def fetch_spec(spec: CorpusSpec, out_dir: Path, cache_dir: Path, *, manual: dict
         from pipeline.data.synthetic import build_synthetic
 
         return build_synthetic(spec.synthetic_task, out_dir, src=src, tgt=tgt, seed=seed, **sizes)
+    if spec.kind == "generation":
+        from pipeline.data.generation import build_generation
+
+        return build_generation(spec.name, out_dir, cache_dir, seed=seed, progress=progress, **sizes)
     # Remote corpora are built deterministically in a fixed order: `seed` does not apply.
     return build_remote(spec.task, src, tgt, out_dir, cache_dir, manual=manual, name=spec.name, progress=progress)
 

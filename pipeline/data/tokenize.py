@@ -9,6 +9,8 @@ Our choices (IMPLEMENTATION-NOTES.md leaves them open):
 - Detokenization is Moses detokenizer.perl for every language. For zh/ja a space is then dropped
   between two CJK characters and next to CJK/fullwidth punctuation (Chinese and Japanese put no
   spaces there). Spaces inside Latin runs of ja text are not recovered (characters were split).
+- Generation corpora (zeng2021 Table 4) use file suffixes as stand-in codes: "doc"/"sum" (summarisation)
+  and "ctx"/"rsp" (dialogue) are English text, so they are tokenised and detokenised as "en".
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from pipeline.errors import PipelineError
 from pipeline.fileio import read_lines, write_lines
 
 _LANG = re.compile(r"^[a-z]{2,3}$")
+# Stand-in codes of generation corpora -> the language their text is in (our choice: English).
+LANG_ALIASES = {"doc": "en", "sum": "en", "ctx": "en", "rsp": "en"}
 # CJK letters: radicals, kana, bopomofo, Hangul, ideographs (BMP and supplementary planes).
 _CJK_LETTER = (r"\u2E80-\u2FDF\u3040-\u31FF\u3200-\u4DBF\u4E00-\u9FFF\uAC00-\uD7AF"
                r"\uF900-\uFAFF\U00020000-\U0003FFFF")
@@ -70,6 +74,7 @@ def _tokenize_ja(line: str) -> list[str]:
 def tokenize_lines(lines: list[str], lang: str) -> list[str]:
     """Space-separated tokens of each line, one output line per input line."""
     _check(lines, lang)
+    lang = LANG_ALIASES.get(lang, lang)
     if lang == "zh":
         return [" ".join(_tokenize_zh(line)) for line in lines]
     if lang == "ja":
@@ -81,6 +86,7 @@ def tokenize_lines(lines: list[str], lang: str) -> list[str]:
 def detokenize_lines(lines: list[str], lang: str) -> list[str]:
     """Inverse of tokenize_lines as far as Moses' detokenizer can tell (zh/ja: CJK joined)."""
     _check(lines, lang)
+    lang = LANG_ALIASES.get(lang, lang)
     with MosesDetokenizer(lang) as moses:
         out = [moses(_pipe_safe(line).split()) for line in lines]
     if lang in ("zh", "ja"):

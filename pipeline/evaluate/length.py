@@ -6,6 +6,9 @@ from pipeline.evaluate.bleu import bleu, check_aligned, check_tokenize
 
 # The paper's bins in source words (the tokenised source): (0, 15], (15, 30], (30, 45], > 45.
 LENGTH_BINS = ((0, 15), (15, 30), (30, 45), (45, None))
+# zeng2021 Figure 8: seven bins whose bounds the paper does not print; our choice: steps of 10 words.
+ZENG2021_BINS = ((0, 10), (10, 20), (20, 30), (30, 40), (40, 50), (50, 60), (60, None))
+BINS = {"hao2019": LENGTH_BINS, "zeng2021": ZENG2021_BINS}
 
 
 def check_bins(bins) -> None:
@@ -47,7 +50,8 @@ def bleu_by_length(src: list[str], hyps: list[str], refs: list[str], *, tokenize
                    bins=LENGTH_BINS) -> list[dict]:
     """Per bin {"bin": label, "bleu": corpus BLEU of its sentences or None if empty, "n": sentences}.
 
-    Source length = number of whitespace tokens of the (tokenised) source line.
+    Length = number of whitespace tokens of the line of `src` (the tokenised source, or the tokenised
+    reference to bin by target length).
     """
     check_tokenize(tokenize)
     check_bins(bins)

@@ -9,7 +9,7 @@ import torch
 from pipeline.data.batching import encode_source, pad
 from pipeline.errors import PipelineError
 from pipeline.search import beam_search
-from pipeline.translate import length_sorted_chunks
+from pipeline.translate import fit_sources, length_sorted_chunks
 
 
 def _positive_ints(name: str, values) -> list[int]:
@@ -56,7 +56,7 @@ def decoding_speed(model, src_ids: list[list[int]], *, batch_sizes, beams, repea
     if not src_ids:
         raise PipelineError("decoding_speed: src_ids is empty; expected at least one source sentence")
     device = next(model.parameters()).device
-    encoded = [encode_source(ids) for ids in src_ids]
+    encoded = fit_sources([encode_source(ids) for ids in src_ids], getattr(model, "max_input_len", None))
     search = dict(max_len_a=max_len_a, max_len_b=max_len_b, length_penalty=length_penalty)
     rows = []
     for batch_size in batch_sizes:

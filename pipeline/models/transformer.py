@@ -118,6 +118,13 @@ class Transformer(Seq2Seq):
             layer.self_attn = PatternAttention(o.d_model, o.heads, o.ran_attention_dropout, patterns, i)
         return patterns
 
+    @property
+    def max_input_len(self) -> int:
+        """Positions a source + EOS or BOS + target may fill: the RAN / Syn-R matrix size, else max_positions."""
+        o = self.options
+        tables = [o.ran_max_len for kind in (o.enc_self_attn, o.dec_self_attn) if kind in ("ran", "synr")]
+        return min([o.max_positions] + tables)
+
     def make_decoder_layer(self, index: int) -> nn.Module:
         """Decoder layer number `index` (0 = bottom)."""
         return DecoderLayer(self.options)

@@ -102,3 +102,110 @@ def save_figure(fig: Figure, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
         with rc_context(STYLE):
             fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
+
+
+# ------------------------------------------------------------------ multi-panel figures (zeng2021)
+# A panel is (subtitle, xlabel, x tick labels, {series name: values}); a grid cell is a panel or None.
+PANEL_SIZE = (4.0, 3.2)  # inches per panel
+
+
+def _panel_figure(n_rows: int, n_cols: int) -> tuple[Figure, list[list]]:
+    """A figure of n_rows x n_cols axes sized per panel (call inside rc_context(STYLE))."""
+    fig = Figure(figsize=(PANEL_SIZE[0] * n_cols, PANEL_SIZE[1] * n_rows), dpi=DPI)
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
+    return fig, [list(row) for row in axes]
+
+
+def _check_series(where: str, n: int, series: dict[str, list[float | None]]) -> None:
+    """Every series has one value per x label."""
+    for name, values in series.items():
+        if len(values) != n:
+            raise PipelineError(f"{where} series {name!r}: {len(values)} values; expected {n}")
+
+
+def line_panels(panels: list[tuple], *, title: str, ylabel: str) -> Figure:
+    """Side-by-side line plots, one per panel, series at evenly spaced x (None: gap)."""
+    with rc_context(STYLE):
+        fig, axes = _panel_figure(1, len(panels))
+        for ax, (subtitle, xlabel, labels, series) in zip(axes[0], panels):
+            _check_series(f"line panel {subtitle!r}", len(labels), series)
+            x = list(range(len(labels)))
+            for name, values in series.items():
+                ax.plot(x, _values(values), marker="o", label=name)
+            ax.set_xticks(x, labels)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(subtitle)
+            if series:
+                ax.legend(loc="best")
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def bar_panels(panels: list[tuple], *, title: str, ylabel: str = "BLEU") -> Figure:
+    """Side-by-side grouped bar plots: one group per x label, one bar per series (None: no bar)."""
+    with rc_context(STYLE):
+        fig, axes = _panel_figure(1, len(panels))
+        for ax, (subtitle, xlabel, groups, series) in zip(axes[0], panels):
+            _check_series(f"bar panel {subtitle!r}", len(groups), series)
+            width = 0.8 / max(len(series), 1)
+            for k, (name, values) in enumerate(series.items()):
+                shown = [(i, v) for i, v in enumerate(values) if v is not None]
+                ax.bar([i - 0.4 + width * (k + 0.5) for i, _ in shown], [v for _, v in shown], width, label=name)
+            ax.set_xticks(range(len(groups)), groups, rotation=30)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(subtitle)
+            if series:
+                ax.legend(loc="best")
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def histogram_grid(grid: list[list[tuple]], *, title: str, ylabel: str = "fraction of weights") -> Figure:
+    """Step histograms: grid[r][c] = (subtitle, bin edges [bins+1], {series name: heights [bins]})."""
+    with rc_context(STYLE):
+        fig, axes = _panel_figure(len(grid), max(len(row) for row in grid))
+        for row, ax_row in zip(grid, axes):
+            for cell, ax in zip(row, ax_row):
+                subtitle, edges, series = cell
+                _check_series(f"histogram {subtitle!r}", len(edges) - 1, series)
+                for name, heights in series.items():
+                    ax.stairs(heights, edges, label=name)
+                ax.set_title(subtitle)
+                ax.set_xlabel("attention weight")
+                ax.set_ylabel(ylabel)
+                if series:
+                    ax.legend(loc="best")
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def heatmap_grid(grid: list[list[tuple | None]], *, title: str, cmap: str = "viridis",
+                 xlabel: str = "", ylabel: str = "", one_based_ticks: bool = False) -> Figure:
+    """Heatmaps with colour bars: grid[r][c] = (subtitle, matrix [n x m]) or None (empty panel).
+
+    one_based_ticks: label every row/column 1..n (e.g. layer numbers).
+    """
+    with rc_context(STYLE):
+        fig, axes = _panel_figure(len(grid), max(len(row) for row in grid))
+        for row, ax_row in zip(grid, axes):
+            for cell, ax in zip(row, ax_row):
+                if cell is None:
+                    ax.set_axis_off()
+                    continue
+                subtitle, matrix = cell
+                image = ax.imshow(matrix, cmap=cmap, aspect="auto", interpolation="nearest")
+                fig.colorbar(image, ax=ax)
+                if one_based_ticks:
+                    ax.set_xticks(range(len(matrix[0])), [str(j + 1) for j in range(len(matrix[0]))])
+                    ax.set_yticks(range(len(matrix)), [str(i + 1) for i in range(len(matrix))])
+                ax.set_title(subtitle)
+                ax.set_xlabel(xlabel)
+                ax.set_ylabel(ylabel)
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig

@@ -39,20 +39,89 @@ rule significance:
         "--output {output} > {log} 2>&1"
 
 
+def length_options(wildcards):
+    """hao2019: source length, its bins; zeng2021 Figure 8: source and target length, seven bins."""
+    if "length_src_tgt" in P.tables[wildcards.table].analyses:
+        tgt = data(P.experiments[wildcards.exp].corpus, "tok", "test.tgt")
+        return f"--by source target --tgt {tgt} --bins zeng2021"
+    return "--by source --bins hao2019"
+
+
 rule length_bins:
     input:
         src=lambda wc: data(P.experiments[wc.exp].corpus, "tok", "test.src"),
+        tgt=lambda wc: data(P.experiments[wc.exp].corpus, "tok", "test.tgt"),
         raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
         hyp=lambda wc: hyp(wc.exp),
     output:
         f"{R}/tables/{{table}}/length/{{exp}}.json",
     params:
         lang=lambda wc: corpus_of(wc).tgt,
+        options=length_options,
     log:
         f"{R}/logs/length_bins/{{table}}/{{exp}}.log",
     shell:
         "python -m pipeline length-bins --src {input.src} --hyp {input.hyp} --ref {input.raw}/test.{params.lang} "
-        "--lang {params.lang} --output {output} > {log} 2>&1"
+        "--lang {params.lang} {params.options} --output {output} > {log} 2>&1"
+
+
+def test_data(wildcards):
+    """The model and its BPE'd test set with vocabularies (attention statistics, speed)."""
+    corpus = P.experiments[wildcards.exp].corpus
+    return {"model": f"{model_dir(wildcards.exp)}/model.pt",
+            "src": data(corpus, "bpe", "test.src"), "tgt": data(corpus, "bpe", "test.tgt"),
+            "src_vocab": data(corpus, "bpe", "vocab.src"), "tgt_vocab": data(corpus, "bpe", "vocab.tgt")}
+
+
+rule attention:
+    input:
+        unpack(test_data),
+    output:
+        f"{R}/tables/{{table}}/attention/{{exp}}.json",
+    params:
+        sentences=P.analysis.get("attention_sentences", 400),
+        bins=P.analysis.get("attention_bins", 20),
+    threads: 1
+    log:
+        f"{R}/logs/attention/{{table}}/{{exp}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline attention --model {input.model} --src {input.src} "
+        "--tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
+        "--sentences {params.sentences} --bins {params.bins} --output {output} > {log} 2>&1"
+
+
+rule patterns:
+    input:
+        f"{R}/models/{{exp}}/model.pt",
+    output:
+        f"{R}/tables/{{table}}/patterns/{{exp}}.json",
+    params:
+        size=P.analysis.get("patterns_size", 80),
+    log:
+        f"{R}/logs/patterns/{{table}}/{{exp}}.log",
+    shell:
+        "python -m pipeline patterns --model {input} --size {params.size} --output {output} > {log} 2>&1"
+
+
+SPEED = {"batch_sizes": P.analysis.get("speed_batch_sizes", [100]), "beams": P.analysis.get("speed_beams", [4]),
+         "repeats": P.analysis.get("speed_repeats", 3)}
+
+
+rule speed:
+    input:
+        unpack(test_data),
+    output:
+        f"{R}/tables/{{table}}/speed/{{exp}}.json",
+    params:
+        spec=lambda wc: q({**SPEED, **{k: v for k, v in P.decoding_of(wc.exp).items() if k != "batch_size"}}),
+        sentences=P.analysis.get("speed_sentences", 200),
+    threads: workflow.cores  # alone on the machine, so that the timings are not shared with other jobs
+    log:
+        f"{R}/logs/speed/{{table}}/{{exp}}.log",
+    shell:
+        "OMP_NUM_THREADS=1 python -m pipeline speed --model {input.model} --src {input.src} "
+        "--src-vocab {input.src_vocab} --sentences {params.sentences} --spec {params.spec} --output {output} "
+        "> {log} 2>&1"
 
 
 def probing_corpus():
@@ -110,8 +179,15 @@ def table_files(table):
                 files["baseline_model"] = f"{model_dir(spec.cells[spec.baselines[row]][pair])}/train.json"
             if spec.probing:
                 files["probing"] = f"{R}/tables/{table}/probing/{exp}.json"
-            if spec.length_bins:
+            if spec.length_bins or "length_src_tgt" in spec.analyses:
                 files["length"] = f"{R}/tables/{table}/length/{exp}.json"
+            if "tokenized_bleu" in spec.analyses:
+                files["multi_bleu"] = f"{R}/tables/{table}/multi-bleu/{exp}.json"
+            if "generation" in spec.analyses:
+                files["generation"] = f"{R}/tables/{table}/generation/{exp}.json"
+            for analysis in ("attention", "patterns", "speed"):
+                if analysis in spec.analyses:
+                    files[analysis] = f"{R}/tables/{table}/{analysis}/{exp}.json"
             cells.setdefault(row, {})[pair] = files
     return cells
 
@@ -128,6 +204,13 @@ def table_spec(table):
         "significance": {"n_samples": P.significance.get("n_samples", 1000),
                          "seed": P.significance.get("seed", 12345)},
     }
+    standins = sorted({get_corpus(source).description for source in sources.values()
+                       if get_corpus(source).kind == "generation" and source.startswith("standin-")})
+    if standins:
+        footer["standin"] = " ".join(standins)
+    if "speed" in spec.analyses:
+        footer["speed"] = (f"one CPU thread, alone on the machine; the first {P.analysis.get('speed_sentences', 200)} "
+                           f"test sentences; median of {SPEED['repeats']} timed passes after one warm-up pass")
     if spec.probing:
         footer["probing"] = (f"{'SentEval probing files' if P.scale == 'paper' else 'text-only tasks built from ' + probing_corpus().source}; "
                              f"mean of the top encoder layer (two encoders: gated), classifier seed "

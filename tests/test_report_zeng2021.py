@@ -1,0 +1,387 @@
+"""zeng2021 Tables 1-4 and Figures 3-8: transcribed numbers, exact layouts, checks, deterministic figures."""
+import hashlib
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from pipeline.errors import PipelineError
+from pipeline.report import zeng2021 as z
+from pipeline.report.figures import save_figure
+from pipeline.report.reported import (ZENG2021_PAIRS, ZENG2021_REPORTED, ZENG2021_TABLE1_BLEU,
+                                      ZENG2021_TABLE1_DAGGERS, ZENG2021_TABLE1_SACREBLEU, ZENG2021_TABLE2_SACREBLEU,
+                                      ZENG2021_TABLE3_BLEU, ZENG2021_TABLE4_DIALOGUE, ZENG2021_TABLE4_SUMMARIZATION)
+
+FOOTER = {
+    "scale": "tiny",
+    "corpora": {"en-de": "toy-de", "en-fr": "toy-fr", "summarization": "toy-sum", "dialogue": "toy-chat"},
+    "test_sets": {"en-de": "toy-de test", "en-fr": "toy-fr test", "summarization": "sum test", "dialogue": "chat test"},
+    "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+    "tok_signature": "multi-bleu style, case-sensitive",
+    "significance": {"n_samples": 1000, "seed": 12345},
+    "device": "cpu (1 thread)",
+}
+
+
+def mt(bleu, sacrebleu, p_value=None, params=None):
+    """A Tables 1-3 entry."""
+    entry = {"bleu": bleu, "sacrebleu": sacrebleu, "p_value": p_value}
+    if params is not None:
+        entry["params"] = params
+    return entry
+
+
+def cell(table, row_id, col):
+    """Printed value of a reported cell."""
+    return table.row(row_id).cells[col].bleu
+
+
+# ------------------------------------------------------------------ transcribed numbers
+def test_table1_transcription_spot_checks():
+    b, s = ZENG2021_TABLE1_BLEU, ZENG2021_TABLE1_SACREBLEU
+    assert b.pairs == ZENG2021_PAIRS + ("average",)
+    assert [r.row_id for r in b.rows] == ["transf", "hcsa", "synr", "ran-e", "ran-d", "ran-all"]
+    assert [cell(b, r.row_id, "en-de") for r in b.rows] == ["27.70", "26.94", "27.17", "27.42", "28.18", "27.66"]
+    assert [cell(s, r.row_id, "tr-en") for r in s.rows] == ["16.60", "16.90", "16.10", "17.30", "17.60", "17.30"]
+    assert cell(b, "ran-d", "zh-en") == "48.69" and cell(s, "ran-d", "zh-en") is None
+    assert (cell(b, "transf", "average"), cell(s, "ran-d", "average")) == ("26.69", "23.11")
+    assert cell(b, "ran-all", "en-fr") == "42.05" and cell(s, "hcsa", "en-lv") == "15.60"
+    assert ("bleu", "ran-d", "zh-en") in ZENG2021_TABLE1_DAGGERS
+    assert ("sacrebleu", "ran-d", "zh-en") not in ZENG2021_TABLE1_DAGGERS
+    assert ("sacrebleu", "ran-all", "en-fi") in ZENG2021_TABLE1_DAGGERS
+    assert ("bleu", "ran-all", "en-de") not in ZENG2021_TABLE1_DAGGERS
+    assert len(ZENG2021_TABLE1_DAGGERS) == 27
+
+
+def test_table1_printed_averages_are_the_mean_of_the_printed_values():
+    for table, pairs in ((ZENG2021_TABLE1_BLEU, ZENG2021_PAIRS), (ZENG2021_TABLE1_SACREBLEU, ZENG2021_PAIRS[:-1])):
+        for row in table.rows:
+            mean = sum(row.cells[p].bleu_value for p in pairs) / len(pairs)
+            assert abs(mean - row.cells["average"].bleu_value) <= 0.005 + 1e-9, (table.table, row.row_id)
+
+
+def test_tables_2_to_4_transcription():
+    assert cell(ZENG2021_TABLE2_SACREBLEU, "transf", "en-de") == "27.12"
+    assert cell(ZENG2021_TABLE2_SACREBLEU, "-pos-e", "en-de") == "12.90"
+    assert [cell(ZENG2021_TABLE3_BLEU, r, "en-fr") for r in ("ran-all", "fixed", "no-ln-res")] == [
+        "42.05", "41.93", "41.14"]
+    assert [r.row_id for r in ZENG2021_TABLE4_SUMMARIZATION.rows] == ["transf", "synr", "ran-e", "ran-d", "ran-all"]
+    assert cell(ZENG2021_TABLE4_SUMMARIZATION, "ran-e", "rougeL") == "36.62"
+    assert cell(ZENG2021_TABLE4_DIALOGUE, "ran-all", "bleu4") == "3.50"
+    assert cell(ZENG2021_TABLE4_DIALOGUE, "synr", "meteor") == "7.74"
+    assert sorted(ZENG2021_REPORTED) == ["table1-bleu", "table1-sacrebleu", "table2-bleu", "table2-sacrebleu",
+                                         "table3-bleu", "table3-sacrebleu", "table4-dialogue", "table4-summarization"]
+
+
+# ------------------------------------------------------------------ Table 1
+def test_table1_paper_cells_as_printed():
+    rows = {(r[0], r[1]): r for r in z.table1({}, FOOTER).rows}
+    en_de = rows[("En-De", "BLEU")]
+    assert en_de[2::2] == ["27.70", "26.94 (-0.76)", "27.17 (-0.53)", "27.42 (-0.28)", "28.18 (+0.48)†",
+                           "27.66 (-0.04)"]
+    assert en_de[3::2] == [""] * 6
+    assert rows[("En-De", "SacreBLEU")][12] == "27.00 (+0.00)"
+    assert rows[("En-Fr", "BLEU")][12] == "42.05 (-0.25)"  # printed so, though 42.05 - 42.40 = -0.35
+    assert rows[("Fi-En", "BLEU")][8] == "25.96 (+0.09)"  # printed so, though 25.96 - 26.05 = -0.09
+    assert rows[("Zh-En", "SacreBLEU")][2::2] == ["n/a"] * 6
+    assert rows[("Zh-En", "BLEU")][10] == "48.69 (+0.52)†"
+    assert rows[("Average", "BLEU")][2::2] == ["26.69", "26.02 (-0.67)", "26.27 (-0.42)", "26.82 (+0.13)",
+                                               "27.17 (+0.48)†", "26.85 (+0.16)"]
+    assert rows[("Average", "SacreBLEU")][10] == "23.11 (+0.44)†"
+
+
+def test_table1_ours_deltas_marks_and_averages():
+    ours = {
+        "transf": {"en-de": mt(20.0, 19.5, params=1_200_000), "de-en": mt(22.0, 21.0), "zh-en": mt(10.0, 9.0)},
+        "ran-d": {"en-de": mt(21.234, 20.0, 0.004, 1_100_000), "de-en": mt(21.0, 21.5, 0.2),
+                  "zh-en": mt(12.0, 9.5, 0.001)},
+        "hcsa": {"en-de": mt(19.0, 20.0, 0.001)},  # beats TransF's SacreBLEU with p < 0.01
+        "synr": {"en-de": mt(19.0, 19.0, 0.001)},  # p < 0.01 but not better: no mark
+    }
+    table = z.table1(ours, FOOTER)
+    rows = {(r[0], r[1]): r for r in table.rows}
+    assert rows[("En-De", "BLEU")][3::2] == ["20.00", "19.00 (-1.00)†", "19.00 (-1.00)", "", "21.23 (+1.23)†", ""]
+    assert rows[("En-De", "SacreBLEU")][3::2] == ["19.50", "20.00 (+0.50)†", "19.00 (-0.50)", "",
+                                                  "20.00 (+0.50)†", ""]
+    assert rows[("De-En", "BLEU")][11] == "21.00 (-1.00)"
+    assert rows[("Zh-En", "SacreBLEU")][11] == "9.50 (+0.50)†"
+    # BLEU averages over 3 pairs; SacreBLEU leaves out Zh-En like the paper: (19.5 + 21) / 2 and (20 + 21.5) / 2.
+    assert rows[("Average", "BLEU")][3::2] == ["17.33", "19.00", "19.00", "", "18.08 (+0.74)", ""]
+    assert rows[("Average", "SacreBLEU")][3] == "20.25" and rows[("Average", "SacreBLEU")][11] == "20.75 (+0.50)"
+    assert "Average (ours), BLEU: each system over its own pairs (TransF 3, HC-SA 1, Syn-R 1, RAN-D 3); " \
+           "delta only where a system has TransF's pairs" in table.footer
+    assert "#Para. (ours): En-De: TransF 1.2M, RAN-D 1.1M" in table.footer
+    assert table.columns[:4] == ["Lang.", "Metric", "TransF (paper)", "TransF (ours)"] and len(table.columns) == 14
+    assert len(table.rows) == 22
+
+
+def test_table1_average_footer_names_the_pairs_when_shared():
+    ours = {"transf": {"en-de": mt(20.0, 19.0), "zh-en": mt(10.0, 9.0)},
+            "ran-e": {"en-de": mt(21.0, 19.0), "zh-en": mt(10.0, 9.0)}}
+    table = z.table1(ours, FOOTER)
+    assert "Average (ours), BLEU: over 2 of 10 pairs (En-De, Zh-En)" in table.footer
+    assert "Average (ours), SacreBLEU: over 1 of 9 pairs (En-De)" in table.footer
+    assert [r for r in table.rows if r[:2] == ["Average", "BLEU"]][0][9] == "15.50 (+0.50)"
+
+
+def test_table1_footer_text():
+    lines = z.table1({}, FOOTER).footer
+    assert lines[:6] == [
+        "paper: Zeng et al. (2021), Table 1; (paper) columns as printed there, (ours) columns from this run",
+        "scale: tiny", "corpora: En-De: toy-de; En-Fr: toy-fr", "test sets: En-De: toy-de test; En-Fr: toy-fr test",
+        "BLEU (ours): tokenised, case-sensitive: multi-bleu style, case-sensitive",
+        "SacreBLEU (ours): nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"]
+    assert lines[6].startswith("† (ours): paired bootstrap resampling on SacreBLEU against our TransF of the same "
+                               "pair, 1000 samples, seed 12345; shown when p < 0.01")
+
+
+# ------------------------------------------------------------------ Tables 2, 3, 4
+def test_table2_exact_rows():
+    ours = {"transf": {"en-de": mt(20.0, 19.0)}, "-pos-e": {"en-de": mt(10.0, 9.0, 0.5)},
+            "-pos-d+ran-d": {"en-de": mt(20.5, 19.6, 0.009)}}
+    table = z.table2(ours, FOOTER)
+    assert table.columns == ["Model", "En-De BLEU (paper)", "En-De BLEU (ours)", "En-De SacreBLEU (paper)",
+                             "En-De SacreBLEU (ours)"]
+    assert table.rows == [
+        ["TransF", "27.70", "20.00", "27.12", "19.00"],
+        ["−Pos-E", "13.14", "10.00 (-10.00)", "12.90", "9.00 (-10.00)"],
+        ["−Pos-E+RAN-E", "27.48", "", "26.80", ""],
+        ["−Pos-D", "27.66", "", "27.07", ""],
+        ["−Pos-D+RAN-D", "28.02", "20.50 (+0.50)†", "27.40", "19.60 (+0.60)†"],
+    ]
+
+
+def test_table3_deltas_against_ran_all_without_marks():
+    ours = {"ran-all": {"en-fr": mt(20.0, 19.0)}, "fixed": {"en-fr": mt(19.9, 19.2, 0.001)},
+            "no-ln-res": {"en-de": mt(15.0, 14.0)}}
+    table = z.table3(ours, {k: v for k, v in FOOTER.items() if k != "significance"})
+    assert len(table.columns) == 9
+    assert table.rows == [
+        ["RAN-ALL", "27.66", "", "27.00", "", "42.05", "20.00", "39.10", "19.00"],
+        ["fixed", "27.52", "", "26.80", "", "41.93", "19.90 (-0.10)", "38.90", "19.20 (+0.20)"],
+        ["w/o LN&RES", "27.15", "15.00", "26.50", "14.00", "41.14", "", "38.20", ""],
+    ]
+
+
+def test_table4_na_with_reason_and_standin_label():
+    ours = {"transf": {"dialogue": {"bleu4": 1.0, "rougeL": 2.5, "meteor": None},
+                       "summarization": {"rouge1": 30.0, "rouge2": 10.0, "rougeL": 25.125}}}
+    footer = {**FOOTER, "na_reasons": {"meteor": "METEOR needs a Java runtime"}, "standin": "toy summaries"}
+    table = z.table4(ours, footer)
+    assert table.rows[0] == ["TransF", "39.07", "30.00", "17.30", "10.00", "36.00", "25.12",
+                             "3.12", "1.00", "16.54", "2.50", "8.05", "n/a"]
+    assert table.rows[2] == ["RAN-E", "39.55", "", "17.73", "", "36.62", "", "3.47", "", "16.54", "", "8.33", ""]
+    assert "STAND-IN" in table.title and "toy summaries" in table.title
+    assert "n/a (Meteor): METEOR needs a Java runtime" in table.footer
+    assert any(line.startswith("STAND-IN: ours are on toy summaries") for line in table.footer)
+    assert table.columns[1:3] == ["Summarization Rouge-1 (paper)", "Summarization Rouge-1 (ours)"]
+    assert "STAND-IN" not in z.table4({}, FOOTER).title
+
+
+def test_table4_none_without_reason_names_the_key():
+    ours = {"ran-d": {"dialogue": {"bleu4": 1.0, "rougeL": 2.0, "meteor": None}}}
+    with pytest.raises(PipelineError, match=r"footer\.na_reasons\.meteor: missing; ours\.ran-d\.dialogue\.meteor"):
+        z.table4(ours, FOOTER)
+
+
+# ------------------------------------------------------------------ figures: data
+def speed(factor):
+    """Rates at beam 4 for batch 10, 100 and at batch 100 for beams 1, 8."""
+    return {"speed": [{"batch_size": b, "beam": 4, "tokens_per_s": factor * b, "threads": 1} for b in (10, 100)]
+            + [{"batch_size": 100, "beam": k, "tokens_per_s": factor * 100 / k} for k in (1, 8)]}
+
+
+def side(entropy, js_off=0.1):
+    """Two layers, two histogram bins."""
+    return {"entropy": [entropy, entropy / 2], "histogram": {"edges": [0.0, 0.5, 1.0], "counts": [[3, 1], [2, 2]]},
+            "js": [[0.0, js_off], [js_off, 0.0]]}
+
+
+def attention(entropy):
+    """ours[row]["en-de"] for Figures 4, 5, 7."""
+    return {"attention": {"enc": side(entropy), "dec": side(entropy + 1, 0.25), "n_sentences": 5, "bins": 2}}
+
+
+def bins(first, n=3):
+    """Two length bins, the second empty."""
+    return [{"bin": "(0, 10]", "bleu": first, "n": n}, {"bin": "> 10", "bleu": None, "n": 0}]
+
+
+PATTERNS = {"ran-all": {"en-de": {"patterns": {
+    "enc": [[[0.5, 0.5], [0.2, 0.8]], [[1.0, 0.0], [0.0, 1.0]]],
+    "dec": [[[1.0, 0.0], [0.9, 0.1]]]}}}}
+
+
+def test_fig3_rates_and_ratios():
+    table, _ = z.fig3({"transf": {"en-de": speed(1.0)}, "ran-all": {"en-de": speed(1.25)}}, FOOTER)
+    assert table.rows == [
+        ["batch size", "10", "4", "10.0", "12.5", "1.250"],
+        ["batch size", "100", "4", "100.0", "125.0", "1.250"],
+        ["beam", "100", "1", "100.0", "125.0", "1.250"],
+        ["beam", "100", "4", "100.0", "125.0", "1.250"],
+        ["beam", "100", "8", "12.5", "15.6", "1.250"],
+    ]
+    assert "23.6%" in table.footer[0] and "1.2x" in table.footer[0]
+    only, _ = z.fig3({"transf": {"en-de": speed(2.0)}}, FOOTER)
+    assert only.rows[0] == ["batch size", "10", "4", "20.0", "", ""]
+
+
+def test_fig4_fig5_fig7_tables():
+    ours = {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}}
+    t4, _ = z.fig4(ours, FOOTER)
+    assert t4.rows == [["Enc", "1", "1.000", "", "2.000"], ["Enc", "2", "0.500", "", "1.000"],
+                       ["Dec", "1", "2.000", "", "3.000"], ["Dec", "2", "1.000", "", "1.500"]]
+    assert "sentences analysed: TransF 5, RAN-ALL 5" in t4.footer
+    t5, _ = z.fig5(ours, FOOTER)
+    assert t5.rows[:2] == [["Enc", "1", "[0, 0.5)", "0.7500", "", "0.7500"],
+                           ["Enc", "1", "[0.5, 1]", "0.2500", "", "0.2500"]]
+    assert len(t5.rows) == 8  # 2 sides x layers {1, 2} x 2 bins
+    t7, _ = z.fig7(ours, FOOTER)
+    assert t7.columns == ["Model", "Side", "Layer", "L1", "L2"]
+    assert t7.rows[2] == ["TransF", "Dec", "1", "0.000", "0.250"]
+    assert len(t7.rows) == 8
+
+
+def test_fig5_shows_layers_1_middle_last():
+    assert z.shown_layers(6) == [1, 3, 6]
+    assert z.shown_layers(2) == [1, 2]
+    assert z.shown_layers(1) == [1]
+
+
+def test_fig6_pattern_summary():
+    table, _ = z.fig6(PATTERNS, FOOTER)
+    # Enc L1 rows: entropy (ln 2 + H(0.2, 0.8)) / 2, first-token weight (0.5 + 0.2) / 2; argmax offsets 0 and 0.
+    assert table.rows == [["Enc", "1", "2 x 2", "0.00", "0.597", "0.350"],
+                          ["Enc", "2", "2 x 2", "0.00", "0.000", "0.500"],
+                          ["Dec", "1", "2 x 2", "-0.50", "0.163", "0.950"]]
+    offset, entropy, first = z.pattern_stats([[2.0, 2.0], [1.0, 3.0]])  # rows normalised first
+    assert (offset, first) == (0.0, 0.375) and abs(entropy - (np.log(2) + 0.5623351446188083) / 2) < 1e-12
+
+
+def test_fig8_bins_table():
+    ours = {"transf": {"en-de": {"length": {"source": bins(10.0), "target": bins(11.0)}}},
+            "ran-d": {"en-de": {"length": {"source": bins(12.5), "target": bins(9.0)}}}}
+    table, _ = z.fig8(ours, {**FOOTER})
+    assert table.rows == [["source", "(0, 10]", "3", "10.00", "", "12.50", ""],
+                          ["source", "> 10", "0", "n/a", "", "n/a", ""],
+                          ["target", "(0, 10]", "3", "11.00", "", "9.00", ""],
+                          ["target", "> 10", "0", "n/a", "", "n/a", ""]]
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("name, ours, message", [
+    ("zeng2021-table1", {"ran-x": {}}, r"ours\.ran-x: unknown row"),
+    ("zeng2021-table1", {"transf": {"en-xx": mt(1.0, 1.0)}}, r"ours\.transf\.en-xx: unknown pair"),
+    ("zeng2021-table1", {"transf": {"en-de": {"bleu": 1.0}}}, r"ours\.transf\.en-de\.sacrebleu: missing"),
+    ("zeng2021-table1", {"transf": {"en-de": {**mt(1.0, 1.0), "chrf": 2}}}, r"ours\.transf\.en-de\.chrf: unknown key"),
+    ("zeng2021-table2", {"transf": {"en-de": mt(1.0, 1.0, 1.5)}}, r"ours\.transf\.en-de\.p_value: expected a prob"),
+    ("zeng2021-table3", {"fixed": {"en-de": mt("27", 1.0)}}, r"ours\.fixed\.en-de\.bleu: expected float"),
+    ("zeng2021-table4", {"synr": {"dialogue": {"bleu4": 1.0, "rougeL": 1.0}}},
+     r"ours\.synr\.dialogue\.meteor: missing"),
+    ("zeng2021-table4", {"synr": {"summarization": {"rouge1": 140.0, "rouge2": 1.0, "rougeL": 1.0}}},
+     r"ours\.synr\.summarization\.rouge1: expected a score in 0\.\.100"),
+    ("zeng2021-fig3", {"transf": {"en-de": {"speed": [{"batch_size": 8, "beam": 2, "tokens_per_s": 1.0}]}}},
+     r"ours\.transf\.en-de\.speed: no setting at beam 4 or batch size 100"),
+    ("zeng2021-fig3", {"ran-all": {"en-de": {"speed": [{"batch_size": 100, "beam": 4, "tokens_per_s": 0.0}]}}},
+     r"ours\.ran-all\.en-de\.speed\[0\]\.tokens_per_s: expected a positive rate"),
+    ("zeng2021-fig4", {"synr": {"en-de": {"attention": {**attention(1.0)["attention"], "bins": 3}}}},
+     r"ours\.synr\.en-de\.attention\.enc\.histogram\.edges: expected a list of bins \+ 1 = 4 edges"),
+    ("zeng2021-fig7", {"synr": {"en-de": {"attention": {**attention(1.0)["attention"],
+                                                         "dec": {**side(1.0), "js": [[0.0, -1.0], [0.1, 0.0]]}}}}},
+     r"ours\.synr\.en-de\.attention\.dec\.js\[0\]\[1\]: expected a finite number >= 0"),
+    ("zeng2021-fig6", {"ran-all": {"en-de": {"patterns": {"enc": [[[0.0, 0.0], [0.5, 0.5]]], "dec": [[[1.0]]]}}}},
+     r"ours\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: all weights are 0"),
+    ("zeng2021-fig6", {"ran-all": {"en-de": {"patterns": {"enc": [[[1.0, 0.0]]], "dec": [[[1.0]]]}}}},
+     r"ours\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: expected a list of 1 values"),
+    ("zeng2021-fig8", {"ran-e": {"en-de": {"length": {"source": bins(5.0, n=0), "target": bins(1.0)}}}},
+     r"ours\.ran-e\.en-de\.length\.source\[0\]\.bleu: expected None for an empty bin"),
+])
+def test_bad_ours_names_the_key(name, ours, message):
+    with pytest.raises(PipelineError, match=message):
+        z.build(name, ours, FOOTER)
+
+
+def test_models_must_agree_on_bins_and_depth():
+    ours = {"transf": {"en-de": {"length": {"source": bins(1.0), "target": bins(1.0)}}},
+            "ran-all": {"en-de": {"length": {"source": bins(1.0, n=4), "target": bins(1.0)}}}}
+    with pytest.raises(PipelineError, match=r"ours\.ran-all\.en-de\.length\.source: bins or sentence counts differ"):
+        z.fig8(ours, FOOTER)
+    deeper = attention(1.0)
+    deeper["attention"]["enc"] = {"entropy": [1.0], "histogram": {"edges": [0.0, 0.5, 1.0], "counts": [[1, 1]]},
+                                  "js": [[0.0]]}
+    with pytest.raises(PipelineError, match=r"ours\.synr\.en-de\.attention\.enc\.entropy: 1 layers; expected 2"):
+        z.fig4({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": deeper}}, FOOTER)
+    other_edges = attention(1.0)
+    other_edges["attention"]["dec"]["histogram"]["edges"] = [0.0, 0.25, 1.0]
+    with pytest.raises(PipelineError, match=r"ours\.synr\.en-de\.attention\.dec\.histogram\.edges: differ"):
+        z.fig5({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": other_edges}}, FOOTER)
+
+
+@pytest.mark.parametrize("footer, message", [
+    ({k: v for k, v in FOOTER.items() if k != "tok_signature"}, r"footer\.tok_signature: missing"),
+    ({**FOOTER, "colour": "red"}, r"footer\.colour: unknown key"),
+    ({**FOOTER, "significance": {"n_samples": 10}}, r"footer\.significance: expected"),
+    ({**FOOTER, "corpora": {"xx-yy": "a"}}, r"footer\.corpora: expected a string or a dict"),
+    ({**FOOTER, "na_reasons": {"chrf": "x"}}, r"footer\.na_reasons\.chrf: unknown metric"),
+    ({**FOOTER, "standin": ""}, r"footer\.standin: expected a non-empty string"),
+])
+def test_bad_footer_names_the_key(footer, message):
+    with pytest.raises(PipelineError, match=message):
+        z.table1({}, footer)
+
+
+def test_fig3_needs_device_and_build_rejects_unknown_names():
+    with pytest.raises(PipelineError, match=r"footer\.device: missing"):
+        z.fig3({}, {k: v for k, v in FOOTER.items() if k != "device"})
+    with pytest.raises(PipelineError, match="no layout for it; known: zeng2021-table1"):
+        z.build("zeng2021-fig9", {}, FOOTER)
+
+
+# ------------------------------------------------------------------ build and figures
+FIGURE_INPUTS = {
+    "zeng2021-fig3": {"transf": {"en-de": speed(1.0)}, "ran-all": {"en-de": speed(1.25)}},
+    "zeng2021-fig4": {"transf": {"en-de": attention(1.0)}, "synr": {"en-de": attention(1.5)}},
+    "zeng2021-fig5": {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}},
+    "zeng2021-fig6": PATTERNS,
+    "zeng2021-fig7": {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}},
+    "zeng2021-fig8": {"transf": {"en-de": {"length": {"source": bins(10.0), "target": bins(11.0)}}}},
+}
+
+
+def test_layout_registry():
+    assert sorted(z.LAYOUTS) == sorted([f"zeng2021-table{i}" for i in range(1, 5)]
+                                       + [f"zeng2021-fig{i}" for i in range(3, 9)])
+    assert set(z.FIGURE_LAYOUTS) == set(FIGURE_INPUTS)
+    table, figure = z.build("zeng2021-table2", {}, FOOTER)
+    assert figure is None and table.rows[0] == ["TransF", "27.70", "", "27.12", ""]
+
+
+@pytest.mark.parametrize("name", sorted(FIGURE_INPUTS))
+def test_figures_render_deterministically(name, tmp_path):
+    table, first = z.build(name, FIGURE_INPUTS[name], FOOTER)
+    _, second = z.build(name, FIGURE_INPUTS[name], FOOTER)
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    save_figure(first, a)
+    save_figure(second, b)
+    data = a.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert hashlib.sha256(data).digest() == hashlib.sha256(b.read_bytes()).digest()
+    pixels = imread(a)
+    assert pixels.shape[0] >= 300 and pixels.std() > 0.01  # not blank
+    assert table.rows  # the table holds the plotted numbers
+
+
+@pytest.mark.parametrize("name", sorted(FIGURE_INPUTS))
+def test_figures_without_results_still_render(name, tmp_path):
+    table, figure = z.build(name, {}, FOOTER)
+    save_figure(figure, tmp_path / "empty.png")
+    assert (tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
+    assert table.rows == []
+
+
+def test_figure_differs_with_the_data(tmp_path):
+    _, one = z.fig4(FIGURE_INPUTS["zeng2021-fig4"], FOOTER)
+    _, two = z.fig4({"transf": {"en-de": attention(3.0)}}, FOOTER)
+    save_figure(one, tmp_path / "one.png")
+    save_figure(two, tmp_path / "two.png")
+    assert (tmp_path / "one.png").read_bytes() != (tmp_path / "two.png").read_bytes()
