@@ -138,7 +138,7 @@ def line_panels(panels: list[tuple], *, title: str, ylabel: str) -> Figure:
             ax.set_title(subtitle)
             if series:
                 ax.legend(loc="best")
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize="medium", wrap=True)
         fig.tight_layout()
     return fig
 
@@ -159,7 +159,7 @@ def bar_panels(panels: list[tuple], *, title: str, ylabel: str = "BLEU") -> Figu
             ax.set_title(subtitle)
             if series:
                 ax.legend(loc="best")
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize="medium", wrap=True)
         fig.tight_layout()
     return fig
 
@@ -179,7 +179,7 @@ def histogram_grid(grid: list[list[tuple]], *, title: str, ylabel: str = "fracti
                 ax.set_ylabel(ylabel)
                 if series:
                     ax.legend(loc="best")
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize="medium", wrap=True)
         fig.tight_layout()
     return fig
 
@@ -206,6 +206,6 @@ def heatmap_grid(grid: list[list[tuple | None]], *, title: str, cmap: str = "vir
                 ax.set_title(subtitle)
                 ax.set_xlabel(xlabel)
                 ax.set_ylabel(ylabel)
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize="medium", wrap=True)
         fig.tight_layout()
     return fig

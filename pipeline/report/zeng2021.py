@@ -390,8 +390,8 @@ def table4(ours: dict[str, dict[str, dict]], footer: dict) -> Table:
     lines = [f"paper: {PAPER}, Table 4: CNN/DailyMail summarisation and PersonaChat dialogue (nlg-eval); "
              f"(paper) columns as printed there, (ours) columns from this run"]
     if standin:
-        title += f" (ours on a STAND-IN: {standin})"
-        lines.append(f"STAND-IN: ours are on {standin}, not on the paper's data; compare how the models rank, "
+        title += " (ours on STAND-IN tasks, see below)"
+        lines.append(f"STAND-IN: ours are not on the paper's data but on {standin}; compare how the models rank, "
                      f"not absolute scores")
     lines += [f"scale: {footer['scale']}",
               f"corpora: {_per_pair(footer, 'corpora', TASKS)}",

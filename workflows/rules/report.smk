@@ -204,10 +204,10 @@ def table_spec(table):
         "significance": {"n_samples": P.significance.get("n_samples", 1000),
                          "seed": P.significance.get("seed", 12345)},
     }
-    standins = sorted({get_corpus(source).description for source in sources.values()
-                       if get_corpus(source).kind == "generation" and source.startswith("standin-")})
+    standins = [f"{pair}: {get_corpus(source).description}" for pair, source in sources.items()
+                if get_corpus(source).kind == "generation" and source.startswith("standin-")]
     if standins:
-        footer["standin"] = " ".join(standins)
+        footer["standin"] = "; ".join(standins)
     if "speed" in spec.analyses:
         footer["speed"] = (f"one CPU thread, alone on the machine; the first {P.analysis.get('speed_sentences', 200)} "
                            f"test sentences; median of {SPEED['repeats']} timed passes after one warm-up pass")
