@@ -231,7 +231,8 @@ def cmd_speed(args) -> None:
     rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
                           repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
                           length_penalty=spec["length_penalty"])
-    _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": "cpu"})
+    device = next(model.parameters()).device.type
+    _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": device})
     for row in rows:
         print(f"batch {row['batch_size']:>4} beam {row['beam']:>3}: {row['tokens_per_s']:.1f} tokens/s")
 

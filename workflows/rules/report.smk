@@ -103,6 +103,11 @@ rule patterns:
         "python -m pipeline patterns --model {input} --size {params.size} --output {output} > {log} 2>&1"
 
 
+def machine_cores():
+    """All the cores of a local run, so that the job runs alone; 1 where none are set (on a cluster)."""
+    return workflow.resource_settings.cores or 1
+
+
 SPEED = {"batch_sizes": P.analysis.get("speed_batch_sizes", [100]), "beams": P.analysis.get("speed_beams", [4]),
          "repeats": P.analysis.get("speed_repeats", 3)}
 
@@ -115,7 +120,7 @@ rule speed:
     params:
         spec=lambda wc: q({**SPEED, **{k: v for k, v in P.decoding_of(wc.exp).items() if k != "batch_size"}}),
         sentences=P.analysis.get("speed_sentences", 200),
-    threads: workflow.cores  # alone on the machine, so that the timings are not shared with other jobs
+    threads: machine_cores()  # alone on the machine, so that the timings are not shared with other jobs
     log:
         f"{R}/logs/speed/{{table}}/{{exp}}.log",
     shell:
