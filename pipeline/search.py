@@ -13,7 +13,7 @@ from pipeline.models.layers import Seq2Seq
 
 
 @contextlib.contextmanager
-def _inference(model: Seq2Seq) -> Iterator[None]:
+def inference(model: Seq2Seq) -> Iterator[None]:
     """Eval mode and no autograd for the block; the model's previous mode is restored afterwards."""
     was_training = model.training
     model.eval()
@@ -60,7 +60,7 @@ def greedy(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.2, max_len_b: in
     """Most probable next token at every step: src [B,S] -> B token lists without BOS/EOS."""
     if src.size(0) == 0:
         return []
-    with _inference(model):
+    with inference(model):
         max_len = _max_lengths(model, src, max_len_a, max_len_b)
         memory = model.encode(src)
         tokens = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
@@ -109,7 +109,7 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, max_len_a: float 
         raise PipelineError(f"beam size must be >= 1, got {beam}")
     if src.size(0) == 0:
         return []
-    with _inference(model):
+    with inference(model):
         n, k, dev = src.size(0), beam, src.device
         max_len = _max_lengths(model, src, max_len_a, max_len_b)
         memory = model.reorder_memory(model.encode(src), torch.arange(n, device=dev).repeat_interleave(k))

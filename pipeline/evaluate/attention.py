@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from pipeline.data.batching import make_batch
 from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
+from pipeline.search import inference
 
 SIDES = ("enc", "dec")
 
@@ -99,18 +100,6 @@ def _hooks(model: nn.Module, sink) -> Iterator[None]:
             handle.remove()
 
 
-@contextlib.contextmanager
-def _evaluating(model: nn.Module) -> Iterator[None]:
-    """Eval mode and no_grad during the block; the previous training mode restored after."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
-
-
 def _check(src_ids: Sequence, tgt_ids: Sequence, batch_size: int, bins: int) -> None:
     """PipelineError naming the argument for empty or mismatched id lists and non-positive sizes."""
     for name, value in (("src_ids", src_ids), ("tgt_ids", tgt_ids)):
@@ -134,7 +123,7 @@ def attention_statistics(model: nn.Module, src_ids: list[list[int]], tgt_ids: li
     device = next(model.parameters()).device
     order = sorted(range(len(src_ids)), key=lambda k: (len(tgt_ids[k]), len(src_ids[k]), k))  # less padding
     masks: dict[str, tuple[Tensor, Tensor]] = {}
-    with _evaluating(model), _hooks(model, lambda side, i, w: sides[side].add(i, w, *masks[side])):
+    with inference(model), _hooks(model, lambda side, i, w: sides[side].add(i, w, *masks[side])):
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             src, tgt_in, _ = make_batch([src_ids[k] for k in chunk], [tgt_ids[k] for k in chunk])
@@ -160,7 +149,7 @@ def pattern_weights(model: nn.Module, size: int) -> dict:
     device = next(model.parameters()).device
     x = torch.zeros(1, n, o.d_model, device=device)  # the weights do not depend on it
     out: dict[str, list | None] = {}
-    with _evaluating(model):
+    with inference(model):
         for side in SIDES:
             patterns = model.enc_patterns if side == "enc" else model.dec_patterns
             if patterns is None:
