@@ -10,7 +10,7 @@ from pipeline.evaluate.length import LENGTH_BINS, bin_label
 from pipeline.report.figures import grouped_bars, steps_figure
 from pipeline.report.reported import (HAO2019_FIG5, HAO2019_TABLE1, HAO2019_TABLE2, HAO2019_TABLE3, HAO2019_TABLE4,
                                       HAO2019_TABLE5, PROBING_GROUPS, PROBING_TASKS, Cell)
-from pipeline.report.table import Table
+from pipeline.report.table import Table, run_layout
 
 OUR_ROWS = ("base", "base+biarn", "big", "big+biarn")
 ENTRY_KEYS = {"bleu", "params", "p_value", "baseline_params", "steps_per_s", "probing"}
@@ -442,7 +442,4 @@ FIGURE_LAYOUTS = ("hao2019-fig5", "hao2019-length")  # these return (Table, Figu
 
 def build(name: str, ours: dict, footer: dict) -> tuple[Table, Figure | None]:
     """Run the layout `name`; (table, figure) with figure None for the plain tables."""
-    if name not in LAYOUTS:
-        raise PipelineError(f"table {name!r}: no layout for it; known: {', '.join(LAYOUTS)}")
-    result = LAYOUTS[name](ours, footer)
-    return result if name in FIGURE_LAYOUTS else (result, None)
+    return run_layout(LAYOUTS, FIGURE_LAYOUTS, name, ours, footer)

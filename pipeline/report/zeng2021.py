@@ -15,7 +15,7 @@ from pipeline.report.reported import (ZENG2021_DAGGER, ZENG2021_PAIRS, ZENG2021_
                                       ZENG2021_TABLE1_SACREBLEU, ZENG2021_TABLE2_BLEU, ZENG2021_TABLE2_SACREBLEU,
                                       ZENG2021_TABLE3_BLEU, ZENG2021_TABLE3_SACREBLEU, ZENG2021_TABLE4_DIALOGUE,
                                       ZENG2021_TABLE4_SUMMARIZATION, ReportedTable)
-from pipeline.report.table import Table
+from pipeline.report.table import Table, run_layout
 
 PAPER = "Zeng et al. (2021)"
 PAIRS = ZENG2021_PAIRS
@@ -802,7 +802,4 @@ FIGURE_LAYOUTS = ("zeng2021-fig3", "zeng2021-fig4", "zeng2021-fig5", "zeng2021-f
 
 def build(name: str, ours: dict, footer: dict) -> tuple[Table, Figure | None]:
     """Run the layout `name`; (table, figure) with figure None for the plain tables."""
-    if name not in LAYOUTS:
-        raise PipelineError(f"table {name!r}: no layout for it; known: {', '.join(LAYOUTS)}")
-    result = LAYOUTS[name](ours, footer)
-    return result if name in FIGURE_LAYOUTS else (result, None)
+    return run_layout(LAYOUTS, FIGURE_LAYOUTS, name, ours, footer)
