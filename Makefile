@@ -1,5 +1,6 @@
-# make run   — set up, then build hao2019 Table 3 at the tiny scale on this machine's CPU and print it
+# make run   — set up, then rebuild hao2019 Table 3 at the tiny scale on this CPU and compare it with the committed one
 # make test  — set up, then the whole test suite (as root it also installs Slurm + munge from Debian)
+# make test-fast — the unit tests only (no end-to-end runs): the inner loop
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -7,21 +8,25 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 TABLE ?= results/hao2019/table3.tsv
 
-.PHONY: venv run test sync clean-artifacts
+.PHONY: venv run test test-fast sync clean-artifacts
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml constraints.txt workflows/fix_dvc_dry_run.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e .
+	$(BIN)/python workflows/fix_dvc_dry_run.py
 	touch $@
 
 run: venv
-	snakemake --profile workflows/profiles/local $(TABLE)
-	@cat $(TABLE:.tsv=.md)
+	bash workflows/run.sh $(TABLE)
 
 test: venv
 	pytest -ra --durations=15
+
+# the inner loop: everything but the end-to-end runs (Snakemake, DVC, Slurm), a few minutes
+test-fast: venv
+	pytest -ra -m "not slow" --durations=10
 
 # after `dvc pull` / `dvc checkout`: re-stamp Snakemake's view so nothing retrains
 sync: venv

@@ -1,14 +1,13 @@
 """`python -m pipeline <step> ...`: the thin commands every Snakemake rule calls.
 
-This is the only module that knows about files and the params file; each step reads its inputs,
-calls one package function and writes its outputs atomically.
+This is the only module that knows about files and the params files; each step reads its inputs, calls one
+package function and writes its outputs atomically. No step knows any paper: what differs between papers
+comes in as arguments (a spec, settings) or from the paper's own registered modules.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,14 +33,38 @@ def _read_json(path: str | Path) -> dict:
 def cmd_check_config(args) -> None:
     from pipeline.config import load_params
     params = load_params(args.params, scale=args.scale)
-    print(f"{args.params}: OK (scale {params.scale}; {len(params.corpora)} corpora, {len(params.models)} models, "
-          f"{len(params.experiments)} experiments, {len(params.tables)} tables)")
+    print(f"{args.params} + {len(params.files)} paper file(s): OK (scale {params.scale}; {len(params.corpora)} corpora, "
+          f"{len(params.models)} models, {len(params.systems)} systems, {len(params.tables)} tables and figures)")
 
 
 def cmd_targets(args) -> None:
     from pipeline.config import load_params
     for table in load_params(args.params).tables.values():
-        print(table.target)
+        if args.paper is None or table.paper == args.paper:
+            print(table.target)
+
+
+def cmd_dvc_yaml(args) -> None:
+    from pipeline.config import load_params
+    from pipeline.dvcgen import dvc_yaml
+    text = dvc_yaml(load_params(args.params))
+    if args.check:
+        current = Path(args.output).read_text(encoding="utf-8") if Path(args.output).exists() else ""
+        if current != text:
+            raise PipelineError(f"{args.output} is out of date with the params files; regenerate it with "
+                                f"`python -m pipeline dvc-yaml`")
+        print(f"{args.output}: up to date")
+        return
+    with atomic_open(args.output) as handle:
+        handle.write(text)
+
+
+def cmd_compare(args) -> None:
+    from pipeline.report.compare import compare_tables
+    same, lines = compare_tables(Path(args.committed), Path(args.rebuilt))
+    print("\n".join(lines))
+    if not same and args.strict:
+        raise PipelineError(f"{args.rebuilt} differs from {args.committed}")
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -98,97 +121,120 @@ def cmd_train(args) -> None:
     from pipeline.checkpoint import load_model
     from pipeline.data.vocab import Vocab
     from pipeline.models.registry import build_model
-    from pipeline.train import Recipe, fit
+    from pipeline.recipe import Recipe
+    from pipeline.train import fit
 
     spec = json.loads(args.spec)
     torch.manual_seed(spec["seed"])
     src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
     train = _encode_parallel(args.train_src, args.train_tgt, src_vocab, tgt_vocab)
     valid = _encode_parallel(args.valid_src, args.valid_tgt, src_vocab, tgt_vocab)
-    model = build_model(spec["arch"], spec["options"], len(src_vocab), len(tgt_vocab))
+    model = build_model(spec["model"], len(src_vocab), len(tgt_vocab))
     init_state = load_model(Path(args.init))[0].state_dict() if args.init else None
     recipe = Recipe.from_dict({**spec["recipe"], "seed": spec["seed"]}, where=f"recipe of {spec['experiment']}")
-    run_dir = Path(args.run_dir)
-    if (run_dir / "COMPLETE").exists():  # a finished run asked again: its inputs changed, start afresh
-        shutil.rmtree(run_dir)
-    meta = {"experiment": spec["experiment"], "arch": spec["arch"], "options": spec["options"], "init": args.init,
+    meta = {"experiment": spec["experiment"], "model": spec["model"], "init": args.init,
             "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
-    summary = fit(model, train, valid, recipe, run_dir=run_dir, out_dir=Path(args.out_dir), meta=meta,
-                  init_state=init_state, progress=not args.no_progress)
-    _publish_curves(Path(args.out_dir) / "dvclive", Path(args.curves_dir))
-    (run_dir / "COMPLETE").touch()
-    print(json.dumps(summary))
+    summary = fit(model, train, valid, recipe, run_dir=Path(args.run_dir), out_dir=Path(args.out_dir),
+                  curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress)
+    print(json.dumps({k: summary[k] for k in ("steps", "epochs", "final_valid_nll", "kept") if k in summary}))
 
 
-def _publish_curves(live_dir: Path, curves_dir: Path) -> None:
-    """Copy the dvclive curve files (train/*.tsv, valid/*.tsv) to where `dvc plots show` collects them."""
-    tmp = curves_dir.with_name(f".{curves_dir.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(live_dir / "plots" / "metrics", tmp)
-    shutil.rmtree(curves_dir, ignore_errors=True)
-    os.replace(tmp, curves_dir)
+def _load_systems(paths: list[str]):
+    """One model, or an ensemble of several averaging their log-probabilities."""
+    from pipeline.checkpoint import load_model
+    models = [load_model(Path(path))[0] for path in paths]
+    if len(models) == 1:
+        return models[0]
+    from pipeline.ensemble import Ensemble
+    return Ensemble(models)
 
 
 def cmd_translate(args) -> None:
-    from pipeline.checkpoint import load_model
     from pipeline.data.subword import remove_bpe
     from pipeline.data.tokenize import detokenize_lines
     from pipeline.data.vocab import Vocab
-    from pipeline.translate import translate_lines
+    from pipeline.fileio import write_nbest
+    from pipeline.translate import translate_nbest
 
     spec = json.loads(args.spec)
-    model, _ = load_model(Path(args.model))
+    model = _load_systems(args.model)
     src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
     started = time.time()
-    out = translate_lines(model, src_vocab, tgt_vocab, read_lines(args.input), beam=spec["beam"],
-                          length_penalty=spec["length_penalty"], batch_size=spec["batch_size"],
-                          max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"], progress=not args.no_progress)
-    write_lines(args.output, detokenize_lines([remove_bpe(line) for line in out], args.lang))
+    nbest = spec.get("nbest", 1)
+    out = translate_nbest(model, src_vocab, tgt_vocab, read_lines(args.input), nbest=nbest, beam=spec["beam"],
+                          length=spec.get("length", "penalty"), alpha=spec["length_penalty"],
+                          batch_size=spec["batch_size"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
+                          progress=not args.no_progress)
+
+    def post(line: str) -> str:
+        return detokenize_lines([remove_bpe(line)], args.lang)[0]
+
+    write_lines(args.output, [post(hyps[0][1]) for hyps in out])
+    if nbest > 1:
+        write_nbest(Path(args.output).with_suffix(".nbest"), [[(score, post(text)) for score, text in hyps]
+                                                               for hyps in out])
     print(f"translated {len(out)} sentences in {time.time() - started:.1f}s", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------------ evaluation
+def references(ref_dir: str, test_set: str, lang: str) -> list[list[str]]:
+    """Every reference stream of a test set: <test_set>.<lang>, then <test_set>.<lang>.1, .2, ... if present."""
+    first = Path(ref_dir) / f"{test_set}.{lang}"
+    streams = [first]
+    k = 1
+    while (Path(ref_dir) / f"{test_set}.{lang}.{k}").exists():
+        streams.append(Path(ref_dir) / f"{test_set}.{lang}.{k}")
+        k += 1
+    return [read_lines(path) for path in streams]
+
+
 def cmd_score(args) -> None:
-    from pipeline.evaluate.bleu import bleu, target_tokenizer, tokenized_bleu
-    hyps, refs = read_lines(args.hyp), read_lines(args.ref)
-    if args.metric == "multi-bleu":  # zeng2021: the detokenised output tokenised again, against the tokenised reference
+    from pipeline.evaluate.metrics import get_metric
+    metric = get_metric(args.metric)
+    hyps, refs = read_lines(args.hyp), references(args.ref_dir, args.test_set, args.lang)
+    if metric.tokenized and not args.pretokenized:  # tokenised BLEU: our detokenised output tokenised again
         from pipeline.data.tokenize import tokenize_lines
-        result = tokenized_bleu(tokenize_lines(hyps, args.lang), refs)
-    else:
-        result = bleu(hyps, refs, tokenize=target_tokenizer(args.lang))
-    result.update({"system": args.system, "test_set": args.test_set, "metric": args.metric})
+        hyps, refs = tokenize_lines(hyps, args.lang), [tokenize_lines(r, args.lang) for r in refs]
+    result = metric.score(hyps, refs, args.lang)
+    result.update({"system": args.system, "test_set": args.test_set})
     _write_json(args.output, result)
-    print(f"{args.system} {args.test_set}: BLEU {result['score']:.2f} ({result['signature']})")
+    print(f"{args.system} {args.test_set}: {args.metric} {result['score']:.2f} ({result['signature']})")
+
+
+def cmd_scores(args) -> None:
+    """One small file per system: test set -> metric -> score (what `dvc metrics show` lists)."""
+    summary: dict[str, dict] = {}
+    for path in args.inputs:
+        result = _read_json(path)
+        summary.setdefault(result["test_set"], {})[result["metric"]] = round(result["score"], 4)
+    _write_json(args.output, summary)
 
 
 def cmd_significance(args) -> None:
-    from pipeline.evaluate.bleu import target_tokenizer
-    from pipeline.evaluate.significance import paired_bootstrap
-    refs = read_lines(args.ref)
-    result = paired_bootstrap(refs, read_lines(args.baseline), read_lines(args.system), n_samples=args.n_samples,
-                              seed=args.seed, tokenize=target_tokenizer(args.lang))
-    result.update({"system": args.system, "baseline": args.baseline})
+    from pipeline.evaluate.metrics import get_metric
+    from pipeline.evaluate.significance import run_test
+    baseline, system = _read_json(args.baseline), _read_json(args.system)
+    if baseline["metric"] != system["metric"]:
+        raise PipelineError(f"{args.system} is scored by {system['metric']}, {args.baseline} by "
+                            f"{baseline['metric']}; expected the same metric")
+    settings = json.loads(args.settings)
+    result = run_test(settings.pop("test"), get_metric(system["metric"]), baseline["stats"], system["stats"],
+                      field=args.field or None, **settings)
+    result.update({"system": system.get("system"), "baseline": baseline.get("system"), "metric": system["metric"]})
     _write_json(args.output, result)
-    print(f"{args.system} vs {args.baseline}: p = {result['p_value']:.4f}")
+    print(f"{result['system']} vs {result['baseline']}: p = {result['p_value']:.4f} (delta {result['delta']:+.2f})")
 
 
 def cmd_length_bins(args) -> None:
     from pipeline.evaluate.bleu import target_tokenizer
-    from pipeline.evaluate.length import BINS, bleu_by_length
+    from pipeline.evaluate.length import bleu_by_length
+    settings = json.loads(args.settings)
     hyps, refs = read_lines(args.hyp), read_lines(args.ref)
+    bins = [tuple(b) for b in settings["bins"]]
     by = {"source": args.src, "target": args.tgt}
-
-    def bins(kind: str) -> list[dict]:
-        """BLEU per bin of the tokenised source or reference length."""
-        return bleu_by_length(read_lines(by[kind]), hyps, refs, tokenize=target_tokenizer(args.lang),
-                              bins=BINS[args.bins])
-
-    if args.by == ["source"] and args.bins == "hao2019":
-        _write_json(args.output, bins("source"))
-    else:
-        if "target" in args.by and not args.tgt:
-            raise PipelineError("length-bins: --by target needs --tgt (the tokenised reference)")
-        _write_json(args.output, {kind: bins(kind) for kind in args.by})
+    result = {kind: bleu_by_length(read_lines(by[kind]), hyps, refs, tokenize=target_tokenizer(args.lang), bins=bins)
+              for kind in settings["by"]}
+    _write_json(args.output, result)
 
 
 def _test_ids(model_path: str, src: str, tgt: str | None, src_vocab: str, tgt_vocab: str | None, limit: int):
@@ -202,7 +248,7 @@ def _test_ids(model_path: str, src: str, tgt: str | None, src_vocab: str, tgt_vo
     if tgt is None:
         return model, src_ids, None
     tgt_ids = [Vocab.load(tgt_vocab).encode(line) for line in read_lines(tgt)[:limit]]
-    (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), getattr(model, "max_input_len", None))
+    (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), model.max_input_len)
     if dropped:
         print(f"note: {dropped} test pair(s) longer than the model's positions left out", file=sys.stderr)
     return model, src_ids, tgt_ids
@@ -230,24 +276,11 @@ def cmd_speed(args) -> None:
     model.eval()
     rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
                           repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
-                          length_penalty=spec["length_penalty"])
+                          length=spec.get("length", "penalty"), alpha=spec["length_penalty"])
     device = next(model.parameters()).device.type
     _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": device})
     for row in rows:
         print(f"batch {row['batch_size']:>4} beam {row['beam']:>3}: {row['tokens_per_s']:.1f} tokens/s")
-
-
-def cmd_score_generation(args) -> None:
-    from pipeline.data.tokenize import tokenize_lines
-    from pipeline.evaluate.bleu import bleu
-    from pipeline.evaluate.rouge import meteor_unavailable_reason, rouge
-    hyps, refs = read_lines(args.hyp), read_lines(args.ref)
-    result = rouge(tokenize_lines(hyps, args.lang), tokenize_lines(refs, args.lang))
-    sacre = bleu(hyps, refs)
-    result.update({"bleu4": sacre["score"], "bleu4_signature": sacre["signature"], "meteor": None,
-                   "meteor_reason": meteor_unavailable_reason(), "system": args.system})
-    _write_json(args.output, result)
-    print(json.dumps({k: v for k, v in result.items() if k.startswith(("rouge", "bleu4"))}))
 
 
 def cmd_probing_data(args) -> None:
@@ -280,69 +313,18 @@ def cmd_probe(args) -> None:
     print(json.dumps({task: round(r["test"], 2) for task, r in results.items()}))
 
 
-def _cell(files: dict) -> dict:
-    """One cell of a hao2019 table from its files: BLEU, parameters, speed, significance, probing accuracies."""
-    model = _read_json(files["model"])
-    cell = {"bleu": _read_json(files["score"])["score"], "params": model["n_params"]}
-    if model.get("steps_per_s") is not None:
-        cell["steps_per_s"] = model["steps_per_s"]
-    if files.get("significance"):
-        cell["p_value"] = _read_json(files["significance"])["p_value"]
-    if files.get("baseline_model"):
-        cell["baseline_params"] = _read_json(files["baseline_model"])["n_params"]
-    if files.get("probing"):
-        cell["probing"] = {task: result["test"] for task, result in _read_json(files["probing"]).items()}
-    return cell
-
-
-def _zeng2021_cell(files: dict, pair: str) -> dict:
-    """One cell of a zeng2021 table or figure: both BLEUs, a task's generation metrics, or one analysis."""
-    from pipeline.report.zeng2021 import TABLE4
-    if "multi_bleu" in files:
-        cell = {"bleu": _read_json(files["multi_bleu"])["score"], "sacrebleu": _read_json(files["score"])["score"],
-                "params": _read_json(files["model"])["n_params"]}
-        if files.get("significance"):
-            cell["p_value"] = _read_json(files["significance"])["p_value"]
-        return cell
-    if "generation" in files:
-        scores = _read_json(files["generation"])
-        return {metric: scores[metric] for metric in TABLE4[pair].pairs}
-    if "speed" in files:
-        return {"speed": _read_json(files["speed"])["rows"]}
-    for analysis in ("attention", "patterns", "length"):
-        if analysis in files:
-            return {analysis: _read_json(files[analysis])}
-    raise PipelineError(f"zeng2021 cell {pair}: no analysis among its files ({', '.join(files)})")
-
-
 def cmd_table(args) -> None:
+    from pipeline.report.cells import read_cells
     from pipeline.report.layouts import build
     from pipeline.report.table import write_table
     spec = json.loads(args.spec)
-    cells, footer = spec["cells"], spec["footer"]
-    all_files = [files for by_pair in cells.values() for files in by_pair.values()]
-    footer["bleu_signature"] = {pair: _read_json(files["score"])["signature"]
-                                for by_pair in cells.values() for pair, files in by_pair.items()}
-    runs = [_read_json(files["model"]) for files in all_files]
-    footer["device"] = ", ".join(sorted({f"{run['device']} x {run['world_size']} process(es)" for run in runs}))
-    if args.name.startswith("zeng2021-"):
-        ours = {row: {pair: _zeng2021_cell(files, pair) for pair, files in by_pair.items()}
-                for row, by_pair in cells.items()}
-        signatures = {_read_json(files["multi_bleu"])["signature"] for files in all_files if "multi_bleu" in files}
-        if signatures:
-            footer["tok_signature"] = "; ".join(sorted(signatures))
-        reasons = {_read_json(files["generation"])["meteor_reason"] for files in all_files if "generation" in files}
-        if reasons:
-            footer["na_reasons"] = {"meteor": "; ".join(sorted(reasons))}
-    elif any("length" in files for files in all_files):
-        ours = {row: _read_json(files["length"]) for row, by_pair in cells.items() for files in by_pair.values()}
-    else:
-        ours = {row: {pair: _cell(files) for pair, files in by_pair.items()} for row, by_pair in cells.items()}
-    table, figure = build(args.name, ours, footer)
+    cells, facts = read_cells(spec)
+    _write_json(args.cells, {"cells": cells, "facts": facts})  # what the layout was given: provenance
+    table, figure = build(spec["layout"], cells, facts)
     if args.figure:
         from pipeline.report.figures import save_figure
         if figure is None:
-            raise PipelineError(f"table '{args.name}' is a table, not a figure; use --markdown")
+            raise PipelineError(f"layout '{spec['layout']}' is a table, not a figure; use --markdown")
         write_table(table, args.output)
         save_figure(figure, Path(args.figure))
     else:
@@ -360,18 +342,17 @@ def cmd_describe(args) -> None:
     if args.experiment not in params.experiments:
         raise PipelineError(f"unknown experiment '{args.experiment}'; defined: {', '.join(params.experiments)}")
     exp = params.experiments[args.experiment]
-    corpus = params.corpora[exp.corpus]
-    vocab = args.vocab or corpus.bpe_merges  # our approximation when no vocabulary is built yet
-    arch, options = params.model_options(exp.name)
-    with torch.device("meta"):  # shapes only: paper-size models cost no memory
-        model = build_model(arch, options, vocab, vocab)
-    total = count_parameters(model)
-    line = f"{exp.name} ({params.scale}): {arch} {options}\n  parameters: {total:,} with {vocab:,}-token vocabularies"
+    vocab = args.vocab or params.corpora[exp.corpus].bpe_merges  # our approximation when no vocabulary is built yet
+
+    def count(name: str) -> int:
+        with torch.device("meta"):  # shapes only: paper-size models cost no memory
+            return count_parameters(build_model(params.model_spec(name), vocab, vocab))
+
+    total = count(exp.name)
+    line = (f"{exp.name} ({params.scale}): {params.model_spec(exp.name)}\n"
+            f"  parameters: {total:,} with {vocab:,}-token vocabularies")
     if exp.init:
-        base_arch, base_options = params.model_options(exp.init)
-        with torch.device("meta"):
-            base = count_parameters(build_model(base_arch, base_options, vocab, vocab))
-        line += f"\n  added over {exp.init}: {total - base:,}"
+        line += f"\n  added over {exp.init}: {total - count(exp.init):,}"
     print(line)
 
 
@@ -385,12 +366,23 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(func=func)
         return sub
 
-    p = step("check-config", cmd_check_config, "validate params.yaml")
+    p = step("check-config", cmd_check_config, "validate params.yaml and the papers' params files")
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--scale", choices=("tiny", "paper"))
 
-    p = step("targets", cmd_targets, "print the table targets params.yaml defines")
+    p = step("targets", cmd_targets, "print the table and figure targets the params files define")
     p.add_argument("--params", default="params.yaml")
+    p.add_argument("--paper", help="only this paper's")
+
+    p = step("dvc-yaml", cmd_dvc_yaml, "write dvc.yaml (one stage per corpus, system, table and figure)")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--output", default="dvc.yaml")
+    p.add_argument("--check", action="store_true", help="only check that the file is up to date")
+
+    p = step("compare", cmd_compare, "compare a rebuilt table with the committed one, cell by cell")
+    p.add_argument("--committed", required=True)
+    p.add_argument("--rebuilt", required=True)
+    p.add_argument("--strict", action="store_true", help="exit non-zero when they differ")
 
     p = step("fetch", cmd_fetch, "download/build a corpus into train/valid/test files")
     p.add_argument("--source", required=True, help="registry corpus name, e.g. l10n-zh-en")
@@ -428,12 +420,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True)
     p.add_argument("--output", required=True)
 
-    p = step("vocab", cmd_vocab, "build a vocabulary from subword files")
+    p = step("vocab", cmd_vocab, "build a vocabulary from subword files (several files: a joint vocabulary)")
     p.add_argument("--inputs", nargs="+", required=True)
     p.add_argument("--output", required=True)
 
     p = step("train", cmd_train, "train one system (resumes from its run directory)")
-    p.add_argument("--spec", required=True, help="JSON: experiment, arch, options, recipe, seed")
+    p.add_argument("--spec", required=True, help="JSON: experiment, model, recipe, seed, init")
     for name in ("--train-src", "--train-tgt", "--valid-src", "--valid-tgt", "--src-vocab", "--tgt-vocab",
                  "--run-dir", "--out-dir", "--curves-dir"):
         p.add_argument(name, required=True)
@@ -441,20 +433,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
 
     p = step("translate", cmd_translate, "beam-search a subword file, then remove BPE and detokenise")
-    p.add_argument("--spec", required=True, help="JSON: beam, length_penalty, batch_size, max_len_a, max_len_b")
-    for name in ("--model", "--src-vocab", "--tgt-vocab", "--input", "--output", "--lang"):
+    p.add_argument("--spec", required=True, help="JSON: beam, length, length_penalty, batch_size, max_len_a, "
+                                                 "max_len_b, nbest")
+    p.add_argument("--model", action="append", required=True, help="model.pt; several: an ensemble")
+    for name in ("--src-vocab", "--tgt-vocab", "--input", "--output", "--lang"):
         p.add_argument(name, required=True)
     p.add_argument("--no-progress", action="store_true")
 
-    p = step("score", cmd_score, "case-sensitive BLEU of a detokenised hypothesis file")
-    for name in ("--hyp", "--ref", "--lang", "--output", "--system", "--test-set"):
+    p = step("score", cmd_score, "score a detokenised hypothesis file with a registered metric")
+    p.add_argument("--metric", required=True, help="e.g. sacrebleu, sacrebleu-ci, multi-bleu, rouge")
+    p.add_argument("--ref-dir", required=True, help="the corpus's raw directory: <test-set>.<lang>[.1, .2, ...]")
+    for name in ("--hyp", "--test-set", "--lang", "--output", "--system"):
         p.add_argument(name, required=True)
-    p.add_argument("--metric", choices=("sacrebleu", "multi-bleu"), default="sacrebleu",
-                   help="sacrebleu: against the raw reference; multi-bleu: the hypothesis re-tokenised, against "
-                        "the tokenised reference (zeng2021's tokenised BLEU)")
+    p.add_argument("--pretokenized", action="store_true", help="the corpus is already tokenised (toy corpora)")
 
-    p = step("score-generation", cmd_score_generation, "ROUGE-1/2/L, BLEU-4 and METEOR (n/a) of a generation task")
-    for name in ("--hyp", "--ref", "--lang", "--output", "--system"):
+    p = step("scores", cmd_scores, "collect a system's score files into one summary (DVC metrics)")
+    p.add_argument("--inputs", nargs="+", required=True)
+    p.add_argument("--output", required=True)
+
+    p = step("significance", cmd_significance, "a paired significance test of a system against its baseline")
+    for name in ("--baseline", "--system", "--output"):
+        p.add_argument(name, required=True, help="score JSON (with per-sentence statistics)" if name != "--output"
+                       else None)
+    p.add_argument("--settings", required=True, help="JSON: test, n_samples, seed")
+    p.add_argument("--field", default="", help="the metric's field tested (default: its score)")
+
+    p = step("length-bins", cmd_length_bins, "BLEU by source and/or target length bins")
+    for name in ("--src", "--tgt", "--hyp", "--ref", "--lang", "--output", "--settings"):
         p.add_argument(name, required=True)
 
     p = step("attention", cmd_attention, "self-attention entropy, histograms and JS divergence on the test set")
@@ -473,19 +478,6 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--sentences", type=int, default=200, help="the first N test sentences")
 
-    p = step("significance", cmd_significance, "paired bootstrap resampling of a system against its baseline")
-    for name in ("--ref", "--baseline", "--system", "--lang", "--output"):
-        p.add_argument(name, required=True)
-    p.add_argument("--n-samples", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=12345)
-
-    p = step("length-bins", cmd_length_bins, "BLEU by source (and target) length bins (a paper's bins)")
-    for name in ("--src", "--hyp", "--ref", "--lang", "--output"):
-        p.add_argument(name, required=True)
-    p.add_argument("--tgt", help="the tokenised reference, for --by target")
-    p.add_argument("--by", nargs="+", choices=("source", "target"), default=["source"])
-    p.add_argument("--bins", choices=("hao2019", "zeng2021"), default="hao2019")
-
     p = step("probing-data", cmd_probing_data, "probing tasks: built from text (tiny) or SentEval's files (paper)")
     p.add_argument("--source", choices=("text", "senteval"), required=True)
     p.add_argument("--sentences", nargs="+", default=[])
@@ -497,17 +489,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = step("probe", cmd_probe, "probing classifiers on a frozen encoder's sentence means")
     for name in ("--model", "--tasks-dir", "--codes-dir", "--src-vocab", "--lang", "--output"):
         p.add_argument(name, required=True)
-    p.add_argument("--settings", default="{}", help="JSON: seed, epochs, hidden")
+    p.add_argument("--settings", default="{}", help="JSON: seed, epochs, hidden, lr")
 
-    p = step("table", cmd_table, "build a paper's table or figure from score files and the paper's numbers")
-    p.add_argument("--name", required=True)
-    p.add_argument("--spec", required=True, help="JSON: cells (row -> pair -> files) and footer")
+    p = step("table", cmd_table, "build a table or figure from its cells' files and the paper's layout")
+    p.add_argument("--spec", required=True, help="JSON: layout, values, cells (row -> column -> files), facts")
     p.add_argument("--output", required=True)
+    p.add_argument("--cells", required=True, help="where to write the cells and facts the layout was given (JSON)")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--markdown", help="the rendered table (.md)")
     target.add_argument("--figure", help="the figure (.png)")
 
-    p = step("describe", cmd_describe, "an experiment's architecture and parameter count at a scale")
+    p = step("describe", cmd_describe, "an experiment's model and parameter count at a scale")
     p.add_argument("experiment")
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--scale", choices=("tiny", "paper"))
@@ -521,5 +513,9 @@ def main(argv: list[str] | None = None) -> int:
         args.func(args)
     except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as err:  # a missing input file: one line naming it, not a traceback
+        print(f"error: {err.filename or err}: no such file; expected it as an input of `{args.step}`",
+              file=sys.stderr)
         return 2
     return 0

@@ -70,3 +70,44 @@ def write_lines(path: str | os.PathLike, lines) -> None:
     with atomic_open(path) as handle:
         for line in lines:
             handle.write(line + "\n")
+
+
+# n-best lists: one line per hypothesis, "<i> ||| <hypothesis> ||| <score>", i the 0-based sentence index, a
+# sentence's hypotheses best first, score the search's (higher is better; repr, so it reads back exactly).
+NBEST_SEP = " ||| "
+
+
+def write_nbest(path: str | os.PathLike, nbest_lists) -> None:
+    """Write n-best lists [sentences][hypotheses] of (score, text) atomically; text holding a newline is an error."""
+    with atomic_open(path) as handle:
+        for i, hyps in enumerate(nbest_lists):
+            for score, text in hyps:
+                if "\n" in text or "\r" in text:
+                    raise PipelineError(f"{path}: hypothesis of sentence {i} holds a line break; expected one line")
+                handle.write(f"{i}{NBEST_SEP}{text}{NBEST_SEP}{float(score)!r}\n")
+
+
+def read_nbest(path: str | os.PathLike, sentences: int | None = None) -> list[list[tuple[float, str]]]:
+    """N-best lists [sentences][hypotheses] of (score, text) in file order; a sentence without lines gets [].
+
+    sentences: the expected number of sentences (lists are padded to it; a larger index is an error)."""
+    lists: list[list[tuple[float, str]]] = []
+    for number, line in enumerate(read_lines(path), start=1):
+        index, sep1, rest = line.partition(NBEST_SEP)
+        text, sep2, score = rest.rpartition(NBEST_SEP)
+        try:
+            i, value = int(index), float(score)
+        except ValueError:
+            i = value = None
+        if not (sep1 and sep2) or i is None or i < 0:
+            raise PipelineError(f"{path}:{number}: expected '<sentence index> ||| <hypothesis> ||| <score>', "
+                                f"got {line!r}")
+        if i < len(lists) - 1:
+            raise PipelineError(f"{path}:{number}: sentence {i} after sentence {len(lists) - 1}; expected "
+                                "sentence indices in increasing order")
+        if sentences is not None and i >= sentences:
+            raise PipelineError(f"{path}:{number}: sentence index {i}; expected fewer than {sentences} sentences")
+        lists.extend([] for _ in range(i + 1 - len(lists)))
+        lists[i].append((value, text))
+    lists.extend([] for _ in range((sentences or 0) - len(lists)))
+    return lists

@@ -1,15 +1,21 @@
-"""Batched beam search and greedy decoding over the Seq2Seq incremental interface (any model family)."""
+"""Batched beam search (n-best lists, three length treatments) and greedy decoding over the Seq2Seq incremental
+interface (any model family, or an ensemble of them: pipeline.ensemble)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import torch
 from torch import Tensor
 
 from pipeline.data.vocab import BOS, EOS, PAD
 from pipeline.errors import PipelineError
-from pipeline.models.layers import Seq2Seq
+
+if TYPE_CHECKING:
+    from pipeline.models import Seq2Seq
+
+LENGTH_MODES = ("penalty", "normalize", "none")
+Scored = tuple[float, list[int]]  # (score, tokens without BOS/EOS)
 
 
 @contextlib.contextmanager
@@ -51,6 +57,22 @@ def length_penalty_factor(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
+def length_divisor(length: str, n_tokens: int, alpha: float) -> float:
+    """What a finished hypothesis's log-probability is divided by; n_tokens counts its EOS.
+
+    "penalty": GNMT's ((5 + n) / 6)^alpha. "normalize": n, as dl4mt-tutorial (session2/translate.py: score /
+    len(sample)) and Nematus (nematus/translate.py: score / len(sample) ** normalization_alpha, alpha 1 here) do,
+    their samples ending in the EOS (gen_sample appends it). "none": 1 (raw log-probability). alpha: penalty only.
+    """
+    if length == "penalty":
+        return length_penalty_factor(n_tokens, alpha)
+    if length == "normalize":
+        return float(n_tokens)
+    if length == "none":
+        return 1.0
+    raise PipelineError(f"decoding option 'length': got {length!r}; expected one of {', '.join(LENGTH_MODES)}")
+
+
 def _strip(tokens: list[int]) -> list[int]:
     """Tokens before the first EOS."""
     return tokens[:tokens.index(EOS)] if EOS in tokens else tokens
@@ -86,27 +108,36 @@ def _next_beams(top: Tensor, from_beam: Tensor, token: Tensor, beam: int) -> tup
     return scores, from_beam.gather(1, pick), token.gather(1, pick)
 
 
-def _collect_finished(finished: list[list[tuple[float, list[int]]]], sentences: list[int], tokens: Tensor,
-                      top: Tensor, from_beam: Tensor, token: Tensor, alpha: float) -> None:
-    """Add every EOS among a sentence's first K ranked candidates (top [N,2K]) to its finished hypotheses,
-    scored log p / length penalty; tokens [N*K,t] are the live prefixes (BOS first)."""
-    k = tokens.size(0) // len(sentences)
-    ends = token[:, :k].eq(EOS) & torch.isfinite(top[:, :k])
-    for i, r in ends.nonzero().tolist():
-        hyp = tokens[i * k + from_beam[i, r], 1:].tolist()
-        finished[sentences[i]].append((top[i, r].item() / length_penalty_factor(len(hyp) + 1, alpha), hyp))
+def _collect_finished(finished: list[list[Scored]], active: Tensor, tokens: Tensor, top: Tensor, from_beam: Tensor,
+                      token: Tensor, divisor: float) -> Tensor:
+    """Add every EOS among a sentence's first K ranked candidates (top [m,2K]) to its finished hypotheses, scored
+    log p / divisor; tokens [m*K,t] are the live prefixes (BOS first). Returns the count added per sentence [m]."""
+    k = tokens.size(0) // active.numel()
+    ends = token[:, :k].eq(EOS) & torch.isfinite(top[:, :k])  # [m,K]
+    where = ends.nonzero()  # [F,2]: (sentence row, rank)
+    if where.numel():
+        i, r = where[:, 0], where[:, 1]
+        hyps = tokens[i * k + from_beam[i, r], 1:].tolist()
+        for sentence, log_p, hyp in zip(active[i].tolist(), top[i, r].tolist(), hyps):
+            finished[sentence].append((log_p / divisor, hyp))
+    return ends.sum(1)
 
 
-def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, max_len_a: float = 1.2, max_len_b: int = 10,
-                length_penalty: float = 0.6) -> list[list[int]]:
-    """Best hypothesis per sentence (no BOS/EOS) by beam search, batched over sentences and beams.
+def beam_search_nbest(model: Seq2Seq, src: Tensor, *, nbest: int = 1, beam: int = 4, max_len_a: float = 1.2,
+                      max_len_b: int = 10, length: str = "penalty", alpha: float = 0.6) -> list[list[Scored]]:
+    """Up to `nbest` finished hypotheses per sentence of src [B,S], best first, as (score, tokens without BOS/EOS).
 
-    Each step ranks the 2K best extensions of a sentence's K beams; an EOS among the first K ranks finishes a
-    hypothesis (scored log p / length penalty), the first K others continue. A sentence stops once it has K
-    finished hypotheses or reaches its length limit (EOS forced); it then leaves the batch (fairseq-like).
+    Each step ranks the 2K best extensions of a sentence's K beams by raw log-probability; an EOS among the first
+    K ranks finishes a hypothesis, scored log p / length_divisor(length, tokens + EOS, alpha); the first K others
+    continue. A sentence stops once it has K finished hypotheses or reaches its length limit (EOS forced); it then
+    leaves the batch (fairseq-like). Ties keep the order of finishing. A sentence where nothing could finish (every
+    EOS impossible) gets [(-inf, [])].
     """
     if beam < 1:
         raise PipelineError(f"beam size must be >= 1, got {beam}")
+    if not 1 <= nbest <= beam:
+        raise PipelineError(f"nbest must be between 1 and the beam size {beam}, got {nbest}")
+    length_divisor(length, 1, alpha)  # validates `length` before any work
     if src.size(0) == 0:
         return []
     with inference(model):
@@ -117,28 +148,38 @@ def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, max_len_a: float 
         scores = torch.full((n, k), float("-inf"), device=dev)
         scores[:, 0] = 0.0  # one live beam at the start
         active = torch.arange(n, device=dev)  # sentence of each live row group
-        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
+        n_finished = torch.zeros(n, dtype=torch.long, device=dev)
+        finished: list[list[Scored]] = [[] for _ in range(n)]
         state, step = None, 0
         while active.numel():
             step += 1
             logits, state = model.decode_step(tokens, memory, state)
             m = active.numel()
-            forced = (step > max_len[active]).repeat_interleave(k)
-            cand = scores.unsqueeze(-1) + _log_probs(logits, forced).view(m, k, -1)  # [m,K,V]
+            at_limit = step > max_len[active]  # [m]
+            cand = scores.unsqueeze(-1) + _log_probs(logits, at_limit.repeat_interleave(k)).view(m, k, -1)  # [m,K,V]
             vocab = cand.size(-1)
             top, flat = cand.view(m, -1).topk(min(2 * k, k * vocab), dim=1)  # [m,2K]
             from_beam, token = flat // vocab, flat % vocab
-            _collect_finished(finished, active.tolist(), tokens, top, from_beam, token, length_penalty)
+            # every hypothesis finishing now has step - 1 words + EOS
+            n_finished[active] += _collect_finished(finished, active, tokens, top, from_beam, token,
+                                                    length_divisor(length, step, alpha))
             scores, from_beam, token = _next_beams(top, from_beam, token, k)
-            open_ = ~(step > max_len[active]) & torch.isfinite(scores).any(1)  # not at the limit, not stuck
-            keep = [i for i, ok in enumerate(open_.tolist()) if ok and len(finished[int(active[i])]) < k]
-            keep_t = torch.tensor(keep, dtype=torch.long, device=dev)
-            rows = (keep_t.unsqueeze(1) * k + from_beam[keep_t]).view(-1)  # surviving beams, finished sentences out
-            tokens = torch.cat([tokens[rows], token[keep_t].view(-1, 1)], dim=1)
-            scores, active = scores[keep_t], active[keep_t]
-            if not keep:
+            open_ = ~at_limit & torch.isfinite(scores).any(1) & (n_finished[active] < k)  # not done, not stuck
+            keep = open_.nonzero().squeeze(1)
+            if keep.numel() == 0:
                 break
+            rows = (keep.unsqueeze(1) * k + from_beam[keep]).view(-1)  # surviving beams, finished sentences out
+            tokens = torch.cat([tokens[rows], token[keep].view(-1, 1)], dim=1)
+            scores, active = scores[keep], active[keep]
             state = model.reorder_state(state, rows)
-            if len(keep) < m:
-                memory = model.reorder_memory(memory, (keep_t.unsqueeze(1) * k + torch.arange(k, device=dev)).view(-1))
-        return [max(hyps, key=lambda h: h[0])[1] if hyps else [] for hyps in finished]
+            if keep.numel() < m:
+                memory = model.reorder_memory(memory, (keep.unsqueeze(1) * k + torch.arange(k, device=dev)).view(-1))
+        # stable sort: among equal scores the first finished stays first (as max() picked it before)
+        return [sorted(hyps, key=lambda h: -h[0])[:nbest] if hyps else [(float("-inf"), [])] for hyps in finished]
+
+
+def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, max_len_a: float = 1.2, max_len_b: int = 10,
+                length: str = "penalty", alpha: float = 0.6) -> list[list[int]]:
+    """Best hypothesis per sentence of src [B,S] (tokens without BOS/EOS); see beam_search_nbest."""
+    return [hyps[0][1] for hyps in beam_search_nbest(model, src, nbest=1, beam=beam, max_len_a=max_len_a,
+                                                     max_len_b=max_len_b, length=length, alpha=alpha)]

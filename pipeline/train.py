@@ -1,5 +1,7 @@
-"""One trainer for every architecture: token batches, Adam + warmup/inverse-sqrt, label smoothing,
-atomic checkpoints with bitwise-exact resume, DDP (gloo on CPU, nccl on GPU), dvclive curves, tqdm."""
+"""One trainer for every model family: it builds what a recipe (pipeline/recipe.py) names -- Adam, Adadelta or SGD;
+inverse-sqrt, constant or halving schedules; token or sentence batches; per-token or per-sentence loss; stop by
+updates or epochs; keep the last, best or averaged weights -- with label smoothing, gradient clipping, atomic
+checkpoints and bitwise-exact resume, DDP (gloo on CPU, nccl on GPU), learning curves (dvclive TSVs) and tqdm."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,121 +17,165 @@ import time
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from pipeline.checkpoint import load_file, model_record, save_atomic
-from pipeline.data.batching import make_batch, token_batches
+from pipeline.checkpoint import average_checkpoints, load_file, model_record, save_atomic
+from pipeline.data.batching import encode_source, make_batch, pad, sentence_batches, token_batches
 from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
 from pipeline.models.registry import count_parameters, init_from
+from pipeline.recipe import Recipe
 
-STATE_FORMAT = "nmt-repro-train-state/1"
-SCHEDULES = ("inverse_sqrt", "constant")
-# Recipe keys that may change between a checkpoint and its resumption: cadence only, and max_steps
-# (raising it continues a finished run; no schedule here depends on it).
-RESUMABLE_CHANGES = ("checkpoint_every", "valid_every", "log_every", "max_steps")
-META_KEYS = ("arch", "options", "src_vocab_size", "tgt_vocab_size")
+__all__ = ["Recipe", "fit", "build_optimizer", "build_scheduler", "build_batches", "lr_at", "smoothed_loss",
+           "seed_everything", "within_length"]
 
-
-# ----------------------------------------------------------------------------------------------- recipe
-@dataclass
-class Recipe:
-    """Optimisation settings of one training run (THUMT-style defaults, IMPLEMENTATION-NOTES hao2019)."""
-
-    lr: float
-    warmup: int
-    max_steps: int
-    batch_tokens: int
-    label_smoothing: float = 0.1
-    adam_betas: tuple = (0.9, 0.98)
-    adam_eps: float = 1e-9
-    clip_norm: float = 0.0
-    seed: int = 1
-    checkpoint_every: int = 100
-    valid_every: int = 100
-    log_every: int = 10
-    lr_schedule: str = "inverse_sqrt"
-
-    def __post_init__(self):
-        self.adam_betas = tuple(self.adam_betas) if isinstance(self.adam_betas, (list, tuple)) else self.adam_betas
-        for field in dataclasses.fields(self):
-            _check_type(f"recipe.{field.name}", getattr(self, field.name), field.type)
-        checks = {
-            "lr": self.lr > 0, "warmup": self.warmup >= 0, "max_steps": self.max_steps >= 1,
-            "batch_tokens": self.batch_tokens >= 1, "label_smoothing": 0 <= self.label_smoothing < 1,
-            "adam_betas": len(self.adam_betas) == 2 and all(0 <= b < 1 for b in self.adam_betas),
-            "adam_eps": self.adam_eps > 0, "clip_norm": self.clip_norm >= 0,
-            "checkpoint_every": self.checkpoint_every >= 1, "valid_every": self.valid_every >= 1,
-            "log_every": self.log_every >= 1, "lr_schedule": self.lr_schedule in SCHEDULES,
-        }
-        for key, ok in checks.items():
-            if not ok:
-                raise PipelineError(f"recipe.{key}: invalid value {getattr(self, key)!r}; expected "
-                                    f"{_EXPECTED[key]}")
-
-    @classmethod
-    def from_dict(cls, values: dict, where: str = "recipe") -> "Recipe":
-        """Build from a config mapping; an unknown or missing key -> PipelineError naming it."""
-        if not isinstance(values, dict):
-            raise PipelineError(f"{where}: expected a mapping of recipe keys, got {type(values).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in values:
-            if key not in known:
-                raise PipelineError(f"{where}.{key}: unknown recipe key; expected one of {sorted(known)}")
-        required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
-        for key in required:
-            if key not in values:
-                raise PipelineError(f"{where}.{key}: missing; required recipe keys are {required}")
-        return cls(**values)
-
-    def to_dict(self) -> dict:
-        """Plain JSON-able mapping (betas as a list)."""
-        out = dataclasses.asdict(self)
-        out["adam_betas"] = list(self.adam_betas)
-        return out
+STATE_FORMAT = "nmt-repro-train-state/2"
+# Recipe keys that may change between a checkpoint and its resumption: cadence and how long to train, unless the
+# schedule depends on them (resumable_keys).
+RESUMABLE_CHANGES = ("checkpoint_every", "valid_every", "log_every", "max_steps", "max_epochs")
+META_KEYS = ("model", "src_vocab_size", "tgt_vocab_size")
+COMPLETE = "COMPLETE"  # marker in run_dir: the run finished and wrote its outputs
+SNAPSHOTS = "average"  # run_dir subfolder of the checkpoints kept for keep: average
 
 
-_EXPECTED = {
-    "lr": "a number > 0", "warmup": "an integer >= 0", "max_steps": "an integer >= 1",
-    "batch_tokens": "an integer >= 1", "label_smoothing": "a number in [0, 1)",
-    "adam_betas": "two numbers in [0, 1)", "adam_eps": "a number > 0", "clip_norm": "a number >= 0 (0 = off)",
-    "checkpoint_every": "an integer >= 1", "valid_every": "an integer >= 1", "log_every": "an integer >= 1",
-    "lr_schedule": f"one of {SCHEDULES}",
-}
+def resumable_keys(recipe: Recipe) -> tuple[str, ...]:
+    """RESUMABLE_CHANGES minus the keys this recipe's schedule depends on."""
+    fixed = {"halve_last_epochs": ("max_epochs",), "halve_on_plateau": ("valid_every",)}.get(recipe.schedule, ())
+    return tuple(k for k in RESUMABLE_CHANGES if k not in fixed)
 
 
-def _check_type(key: str, value, annotation) -> None:
-    """Reject bools/strings where numbers are expected (YAML reads '1e-3' as a string)."""
-    expected = {"float": (int, float), "int": (int,), "tuple": (tuple,), "str": (str,)}[str(annotation)]
-    ok = isinstance(value, expected) and not isinstance(value, bool)
-    if ok and key.endswith("adam_betas"):
-        ok = all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in value)
-    if not ok:
-        hint = " (write floats with a dot, e.g. 1.0e-3, so YAML reads a number)" if isinstance(value, str) else ""
-        raise PipelineError(f"{key}: got {value!r} ({type(value).__name__}); expected {_EXPECTED[key.split('.')[-1]]}"
-                            f"{hint}")
+# --------------------------------------------------------------------------------------------- builders
+def build_optimizer(params, recipe: Recipe) -> torch.optim.Optimizer:
+    """The optimizer a recipe names, at lr = recipe.lr (the scheduler sets each update's rate)."""
+    if recipe.optimizer == "adam":
+        return torch.optim.Adam(params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps)
+    if recipe.optimizer == "adadelta":  # werlen2018 / zhang2018: rho 0.95, eps 1e-6, lr 1.0
+        return torch.optim.Adadelta(params, lr=recipe.lr, rho=recipe.adadelta_rho, eps=recipe.adadelta_eps)
+    if recipe.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=recipe.lr, momentum=recipe.sgd_momentum)
+    raise PipelineError(f"recipe.optimizer: got {recipe.optimizer!r}; expected adam, adadelta or sgd")
 
 
 def lr_at(step: int, recipe: Recipe) -> float:
-    """Learning rate of update number `step` (1-based).
+    """inverse_sqrt's rate of update number `step` (1-based).
 
-    inverse_sqrt: lr * min(step / warmup, sqrt(warmup / step)) -- linear warmup to `lr` at step `warmup`,
-    then decay ~ step^-0.5. This is Vaswani et al. (2017, eq. 3) d^-0.5 * min(step^-0.5, step * warmup^-1.5)
-    with its peak d^-0.5 * warmup^-0.5 written as `lr` (THUMT's linear_warmup_rsqrt_decay). warmup = 0 means
-    lr * step^-0.5 (our choice). constant: lr.
+    lr * min(step / warmup, sqrt(warmup / step)) -- linear warmup to `lr` at step `warmup`, then decay ~ step^-0.5.
+    This is Vaswani et al. (2017, eq. 3) d^-0.5 * min(step^-0.5, step * warmup^-1.5) with its peak
+    d^-0.5 * warmup^-0.5 written as `lr` (THUMT's linear_warmup_rsqrt_decay). warmup = 0 means lr * step^-0.5
+    (our choice).
     """
     if step < 1:
         raise ValueError(f"step counts from 1, got {step}")
-    if recipe.lr_schedule == "constant":
-        return recipe.lr
     if recipe.warmup == 0:
         return recipe.lr / math.sqrt(step)
     return recipe.lr * min(step / recipe.warmup, math.sqrt(recipe.warmup / step))
+
+
+class Scheduler:
+    """Learning rate of each update; state_dict() is saved in the checkpoint so a resumed run continues exactly."""
+
+    def __init__(self, recipe: Recipe):
+        self.recipe = recipe
+
+    def rate(self, step: int, epoch: int) -> float:
+        """Rate of update `step` (1-based), taken in epoch `epoch` (0-based)."""
+        raise NotImplementedError
+
+    def validated(self, nll: float) -> None:
+        """Called after every validation with its per-token NLL."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class InverseSqrt(Scheduler):
+    """Linear warmup, then inverse square root decay (lr_at)."""
+
+    def rate(self, step: int, epoch: int) -> float:
+        return lr_at(step, self.recipe)
+
+
+class Constant(Scheduler):
+    """lr throughout."""
+
+    def rate(self, step: int, epoch: int) -> float:
+        return self.recipe.lr
+
+
+class HalveLastEpochs(Scheduler):
+    """lr, halved at the start of each of the last halve_epochs of max_epochs epochs (shu2016: 6 epochs, last 3)."""
+
+    def rate(self, step: int, epoch: int) -> float:
+        first_halved = self.recipe.max_epochs - self.recipe.halve_epochs  # 0-based
+        return self.recipe.lr * 0.5 ** max(0, epoch - first_halved + 1)
+
+
+class HalveOnPlateau(Scheduler):
+    """lr, halved each time plateau_patience validations in a row brought no lower validation NLL."""
+
+    def __init__(self, recipe: Recipe):
+        super().__init__(recipe)
+        self.factor, self.best, self.bad = 1.0, math.inf, 0
+
+    def rate(self, step: int, epoch: int) -> float:
+        return self.recipe.lr * self.factor
+
+    def validated(self, nll: float) -> None:
+        if nll < self.best:
+            self.best, self.bad = nll, 0
+            return
+        self.bad += 1
+        if self.bad >= self.recipe.plateau_patience:
+            self.factor, self.bad = self.factor * 0.5, 0
+
+    def state_dict(self) -> dict:
+        return {"factor": self.factor, "best": self.best, "bad": self.bad}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.factor, self.best, self.bad = float(state["factor"]), float(state["best"]), int(state["bad"])
+
+
+SCHEDULERS = {"inverse_sqrt": InverseSqrt, "constant": Constant, "halve_last_epochs": HalveLastEpochs,
+              "halve_on_plateau": HalveOnPlateau}
+
+
+def build_scheduler(recipe: Recipe) -> Scheduler:
+    """The scheduler a recipe names."""
+    return SCHEDULERS[recipe.schedule](recipe)
+
+
+def build_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], recipe: Recipe, *, epoch: int,
+                  shuffle: bool = True) -> list[list[int]]:
+    """One epoch's batches (index lists) by recipe.batch_unit: batch_size padded tokens or batch_size pairs."""
+    make = token_batches if recipe.batch_unit == "tokens" else sentence_batches
+    return make(src_lens, tgt_lens, recipe.batch_size, seed=recipe.seed, epoch=epoch, shuffle=shuffle)
+
+
+def loss_denominator(recipe: Recipe, batch: Sequence[int], tgt_side) -> int:
+    """What a global batch's summed loss is divided by: its target tokens (+ EOS) or its sentence pairs (dl4mt)."""
+    if recipe.loss_norm == "sentences":
+        return len(batch)
+    return sum(len(tgt_side[i]) + 1 for i in batch)
+
+
+def validation_bleu(hyps: Sequence[Sequence[int]], refs: Sequence[Sequence[int]]) -> float:
+    """sacrebleu corpus BLEU of id sequences written as space-joined id strings, tokenize="none" (our choice:
+    validation BLEU on the training units (subword ids), no detokenisation; exp smoothing, sacrebleu's default)."""
+    from sacrebleu.metrics import BLEU
+
+    def text(ids):
+        return " ".join(str(i) for i in ids)
+
+    return BLEU(tokenize="none", force=True).corpus_score([text(h) for h in hyps], [[text(r) for r in refs]]).score
 
 
 # ------------------------------------------------------------------------------------------------- loss
@@ -197,8 +243,8 @@ class Dist:
 
     Our choice: one flat all-reduce of the summed gradients instead of the DDP module wrapper -- the same
     arithmetic, but a rank whose share of a batch is empty and parameters unused in a step need no special
-    casing. Each rank's loss is divided by the *global* token count, so the summed gradient equals the
-    single-process gradient of the whole batch.
+    casing. Each rank's loss is divided by the *global* batch's token or sentence count (loss_denominator), so the
+    summed gradient equals the single-process gradient of the whole batch.
     """
 
     def __init__(self):
@@ -263,6 +309,10 @@ class Dist:
         dist.all_gather_object(out, obj)
         return out
 
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
+
     def close(self) -> None:
         if self.owns_group:
             dist.destroy_process_group()
@@ -272,14 +322,14 @@ class Dist:
 class CurveLog:
     """dvclive learning curves in run_dir/dvclive (resume-safe) plus a tqdm bar; rank 0 only."""
 
-    def __init__(self, run_dir: Path, resume_step: int, max_steps: int, progress: bool):
+    def __init__(self, run_dir: Path, resume_step: int, total_steps: int, progress: bool):
         from tqdm import tqdm
 
         self.dir = run_dir / "dvclive"
         if resume_step > 0:
             _truncate_curves(self.dir, resume_step)
         self.live = _local_live(self.dir, resume=resume_step > 0)
-        self.bar = tqdm(total=max_steps, initial=resume_step, disable=not progress, desc="train",
+        self.bar = tqdm(total=total_steps, initial=resume_step, disable=not progress, desc="train",
                         dynamic_ncols=True, file=sys.stderr)
 
     def log(self, step: int, values: dict, bar: dict | None = None) -> None:
@@ -301,13 +351,14 @@ class CurveLog:
     def close(self) -> None:
         self.bar.close()
 
-    def copy_to(self, target: Path) -> None:
-        """Replace `target` with a copy of the curves (copy to a temp dir, then rename)."""
-        tmp = target.with_name(f".{target.name}.tmp")
+    def publish(self, curves_dir: Path) -> None:
+        """Replace curves_dir with the curve files (train/*.tsv, valid/*.tsv): copy to a temp dir, then rename."""
+        curves_dir = Path(curves_dir)
+        tmp = curves_dir.with_name(f".{curves_dir.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(self.dir, tmp)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
+        shutil.copytree(self.dir / "plots" / "metrics", tmp)
+        shutil.rmtree(curves_dir, ignore_errors=True)
+        os.replace(tmp, curves_dir)
 
 
 def _local_live(live_dir: Path, resume: bool):
@@ -362,7 +413,12 @@ class Progress:
     step: int = 0
     epoch: int = 0
     position: int = 0            # batches of `epoch` already consumed
-    best_valid: float = math.inf
+    lr: float = math.nan         # rate of the last update
+    best_valid: float = math.inf  # lowest validation NLL so far (best.pt) and its step
+    best_step: int = 0
+    best_bleu: float = -math.inf  # highest validation BLEU so far (best_bleu.pt, keep: best_bleu) and its step
+    best_bleu_step: int = 0
+    snapshots: list = dataclasses.field(default_factory=list)  # steps of the checkpoints kept for keep: average
     window: list = dataclasses.field(default_factory=lambda: [0.0, 0.0, 0.0, 0])  # loss, nll, tokens, steps
     last_train: tuple = (math.nan, math.nan)     # per-token loss, nll of the last logged window
     last_valid: tuple = (math.nan, math.nan)     # per-token loss, nll at the last validation
@@ -371,21 +427,39 @@ class Progress:
     elapsed: float = 0.0          # seconds spent training, summed over resumptions
 
 
+def run_key(meta: dict, recipe: Recipe, train, valid) -> dict:
+    """What identifies a run: model/meta, data fingerprint, the recipe but for its resumable keys."""
+    skip = resumable_keys(recipe)
+    return {"meta": _plain(meta), "data": fingerprint(train, valid),
+            "recipe": {k: v for k, v in _plain(recipe.to_dict()).items() if k not in skip}}
+
+
+def _beyond(progress: dict, recipe: Recipe) -> str | None:
+    """Why a checkpoint's progress is past the recipe's stopping point, or None."""
+    if recipe.max_steps and progress["step"] > recipe.max_steps:
+        return (f"already at step {progress['step']}, beyond recipe.max_steps {recipe.max_steps}; expected "
+                f"max_steps >= the checkpoint's step")
+    if recipe.max_epochs and (progress["epoch"], progress["position"]) > (recipe.max_epochs, 0):
+        return (f"already in epoch {progress['epoch'] + 1}, beyond recipe.max_epochs {recipe.max_epochs}; "
+                f"expected max_epochs >= the checkpoint's epochs")
+    return None
+
+
 class Trainer:
     """Runs the loop of fit(); see fit() for the contract."""
 
     def __init__(self, model, train, valid, recipe: Recipe, run_dir: Path, meta: dict, dist_: Dist,
-                 progress: bool):
+                 progress: bool, key: dict):
         self.dropped_too_long: dict = {}  # set by fit (within_length)
         self.recipe, self.run_dir, self.meta, self.dist = recipe, Path(run_dir), meta, dist_
         self.model = model.to(dist_.device)
         self.train_src, self.train_tgt = train
         self.valid_src, self.valid_tgt = valid
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.Adam(self.params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps)
+        self.optimizer = build_optimizer(self.params, recipe)
+        self.scheduler = build_scheduler(recipe)
         self.state = Progress()
-        self.run_key = {"meta": _plain(meta), "data": fingerprint(train, valid),
-                        "recipe": {k: v for k, v in recipe.to_dict().items() if k not in RESUMABLE_CHANGES}}
+        self.run_key = key
         self.progress = progress
         self.resumed_from = 0
         self.fresh_params: list[str] = []
@@ -400,30 +474,45 @@ class Trainer:
         if last.exists():
             self._resume(load_file(last, self.dist.device), last)
         else:
+            if self.dist.main:  # leftovers of an attempt killed before its first checkpoint
+                for stale in ("dvclive", SNAPSHOTS, "best.pt", "best_bleu.pt"):
+                    path = self.run_dir / stale
+                    if path.is_dir():
+                        shutil.rmtree(path)
+                    else:
+                        path.unlink(missing_ok=True)
             if init_state is not None:
                 self.fresh_params = list(init_from(self.model, init_state))
             self.dist.broadcast_model(self.model)
             torch.manual_seed(self.recipe.seed + 100_003 * self.dist.rank)  # dropout differs per rank
             random.seed(self.recipe.seed)
             np.random.seed(self.recipe.seed % 2**32)
-        self.log = CurveLog(self.run_dir, self.state.step, self.recipe.max_steps,
-                            self.progress) if self.dist.main else None
+        r = self.recipe
+        total = r.max_steps or r.max_epochs * len(self._batches(0))
+        self.log = CurveLog(self.run_dir, self.state.step, total, self.progress) if self.dist.main else None
 
     def _resume(self, ckpt: dict, path: Path) -> None:
-        """Load weights, optimizer, progress and RNG states; refuse a checkpoint of a different run."""
+        """Load weights, optimizer, scheduler, progress and RNG states; refuse a checkpoint of a different run."""
         if ckpt.get("format") != STATE_FORMAT:
-            raise PipelineError(f"{path}: not a training state of format {STATE_FORMAT}")
+            raise PipelineError(f"{path}: not a training state of format {STATE_FORMAT}; delete {self.run_dir} "
+                                "to start this run from scratch")
         diffs = _differences(ckpt["run_key"], self.run_key)
         if diffs:
             raise PipelineError(f"{path}: written by a different run ({'; '.join(diffs)}); expected the same model, "
                                 f"recipe and data. Delete {self.run_dir} to start this run from scratch")
-        if ckpt["progress"]["step"] > self.recipe.max_steps:
-            raise PipelineError(f"{path}: already at step {ckpt['progress']['step']}, beyond recipe.max_steps "
-                                f"{self.recipe.max_steps}; expected max_steps >= the checkpoint's step")
-        self.model.load_state_dict(ckpt["model"])
+        beyond = _beyond(ckpt["progress"], self.recipe)
+        if beyond:
+            raise PipelineError(f"{path}: {beyond}")
+        self.model.load_state_dict(ckpt["weights"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scheduler.load_state_dict(ckpt["scheduler"])
         self.state = Progress(**ckpt["progress"])
+        self.fresh_params = list(ckpt["fresh_parameters"])
         self.resumed_from = self.state.step
+        if self.dist.main:  # snapshots written after this checkpoint by the killed attempt
+            for path_ in sorted((self.run_dir / SNAPSHOTS).glob("*.pt")):
+                if path_.name not in {_snapshot_name(s) for s in self.state.snapshots}:
+                    path_.unlink()
         rngs = ckpt["rng"]
         if len(rngs) == self.dist.world:
             set_rng_state(rngs[self.dist.rank])
@@ -435,8 +524,8 @@ class Trainer:
     # ---- one update
     def _batches(self, epoch: int) -> list[list[int]]:
         if self._epoch_batches is None or self._epoch_batches[0] != epoch:
-            batches = token_batches([len(s) for s in self.train_src], [len(t) for t in self.train_tgt],
-                                    self.recipe.batch_tokens, seed=self.recipe.seed, epoch=epoch)
+            batches = build_batches([len(s) for s in self.train_src], [len(t) for t in self.train_tgt],
+                                    self.recipe, epoch=epoch)
             self._epoch_batches = (epoch, batches)
         return self._epoch_batches[1]
 
@@ -448,14 +537,18 @@ class Trainer:
         return smoothed_loss(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1), self.recipe.label_smoothing)
 
     def train_step(self, batch: list[int]) -> tuple[float, float, int]:
-        """One optimizer update on a global batch; returns its summed (loss, nll, tokens) over all ranks."""
+        """One optimizer update on a global batch; returns its summed (loss, nll, tokens) over all ranks.
+
+        Every rank divides its share's summed loss by the global batch's denominator (loss_norm: target tokens or
+        sentence pairs), so the all-reduced gradient is the single-process gradient of the whole batch."""
         self.model.train()
         total_tokens = sum(len(self.train_tgt[i]) + 1 for i in batch)
+        denominator = loss_denominator(self.recipe, batch, self.train_tgt)
         share = self.dist.share(batch)
         loss_sum = nll_sum = 0.0
         if share:
             loss, nll, _ = self._forward_sums(share, self.train_src, self.train_tgt)
-            (loss / total_tokens).backward()
+            (loss / denominator).backward()
             loss_sum, nll_sum = loss.item(), nll.item()
         loss_sum, nll_sum = self.dist.reduce_step(self.params, [loss_sum, nll_sum])
         if not math.isfinite(loss_sum):
@@ -464,20 +557,24 @@ class Trainer:
                                      f"{self.run_dir / 'last.pt'} holds the last good state")
         if self.recipe.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.params, self.recipe.clip_norm)
-        lr = lr_at(self.state.step + 1, self.recipe)
+        lr = self.scheduler.rate(self.state.step + 1, self.state.epoch)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.state.lr = lr
         return loss_sum, nll_sum, total_tokens
+
+    def _valid_batches(self) -> list[list[int]]:
+        return build_batches([len(s) for s in self.valid_src], [len(t) for t in self.valid_tgt], self.recipe,
+                             epoch=0, shuffle=False)
 
     @torch.no_grad()
     def validate(self) -> tuple[float, float]:
         """Per-token (smoothed loss, nll) on the validation set, summed over ranks."""
         self.model.eval()
         sums = [0.0, 0.0, 0.0]
-        for batch in token_batches([len(s) for s in self.valid_src], [len(t) for t in self.valid_tgt],
-                                   self.recipe.batch_tokens, seed=0, epoch=0, shuffle=False):
+        for batch in self._valid_batches():
             share = self.dist.share(batch)
             if share:
                 loss, nll, n = self._forward_sums(share, self.valid_src, self.valid_tgt)
@@ -485,51 +582,90 @@ class Trainer:
         loss, nll, n = self.dist.all_sum(sums)
         return loss / n, nll / n
 
+    def validate_bleu(self) -> float:
+        """BLEU of greedy translations of the validation set (validation_bleu); each rank decodes its share."""
+        from pipeline.search import greedy
+
+        hyps: dict[int, list[int]] = {}
+        for batch in self._valid_batches():
+            share = self.dist.share(batch)
+            if share:
+                src = pad([encode_source(self.valid_src[i]) for i in share]).to(self.dist.device)
+                hyps.update(zip(share, greedy(self.model, src)))
+        merged = {i: h for part in self.dist.gather(hyps) for i, h in part.items()}
+        return validation_bleu([merged[i] for i in range(len(self.valid_src))], self.valid_tgt)
+
     # ---- bookkeeping
-    def _record(self) -> dict:
-        return model_record(self.model, self.meta, self.state.step)
+    def _record(self, kept: dict | None = None, step: int | None = None) -> dict:
+        return model_record(self.model, self.meta, self.state.step if step is None else step, kept)
 
     def save_state(self) -> None:
-        """Atomically write run_dir/last.pt (rank 0), with every rank's random state."""
+        """Atomically write run_dir/last.pt (rank 0), with every rank's random state; for keep: average also
+        the weights of this checkpoint (run_dir/average/, the last average_last kept)."""
+        s = self.state
         rngs = self.dist.gather(get_rng_state())
+        if self.recipe.keep == "average" and s.snapshots[-1:] != [s.step]:
+            s.snapshots = (s.snapshots + [s.step])[-self.recipe.average_last:]
+            if self.dist.main:
+                save_atomic(self._record(), self.run_dir / SNAPSHOTS / _snapshot_name(s.step))
         if self.dist.main:
             save_atomic({
                 "format": STATE_FORMAT, "run_key": self.run_key,
-                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": {"name": self.recipe.lr_schedule, "step": self.state.step},
-                "progress": dataclasses.asdict(self.state), "rng": rngs, "world_size": self.dist.world,
+                "weights": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "fresh_parameters": list(self.fresh_params),
+                "progress": dataclasses.asdict(s), "rng": rngs, "world_size": self.dist.world,
             }, self.run_dir / "last.pt")
+            keep = {_snapshot_name(step) for step in s.snapshots}
+            for path in sorted((self.run_dir / SNAPSHOTS).glob("*.pt")):
+                if path.name not in keep:
+                    path.unlink()
 
     def _validate_and_keep_best(self) -> None:
+        s = self.state
         loss, nll = self.validate()
-        self.state.last_valid, self.state.valid_step = (loss, nll), self.state.step
-        if nll < self.state.best_valid:
-            self.state.best_valid = nll
+        s.last_valid, s.valid_step = (loss, nll), s.step
+        self.scheduler.validated(nll)
+        values = {"valid/loss": loss, "valid/nll": nll, "valid/ppl": math.exp(min(nll, 50))}
+        if nll < s.best_valid:
+            s.best_valid, s.best_step = nll, s.step
             if self.dist.main:
                 save_atomic({**self._record(), "valid_nll": nll}, self.run_dir / "best.pt")
+        if self.recipe.keep == "best_bleu":
+            bleu = values["valid/bleu"] = self.validate_bleu()
+            if bleu > s.best_bleu:
+                s.best_bleu, s.best_bleu_step = bleu, s.step
+                if self.dist.main:
+                    save_atomic({**self._record(), "valid_bleu": bleu}, self.run_dir / "best_bleu.pt")
         if self.log:
-            self.log.log(self.state.step, {"valid/loss": loss, "valid/nll": nll, "valid/ppl": math.exp(min(nll, 50))})
-            rate = self.state.tokens / self.state.elapsed if self.state.elapsed else 0.0
-            self.log.note(f"step {self.state.step}/{self.recipe.max_steps}: train loss {self.state.last_train[0]:.3f}, "
-                          f"valid loss {loss:.3f} (ppl {math.exp(min(nll, 50)):.1f}), {rate:.0f} tokens/s")
+            self.log.log(s.step, values)
+            rate = s.tokens / s.elapsed if s.elapsed else 0.0
+            bleu = f", BLEU {values['valid/bleu']:.2f}" if "valid/bleu" in values else ""
+            self.log.note(f"step {s.step} (epoch {s.epoch + 1}): train loss {s.last_train[0]:.3f}, valid loss "
+                          f"{loss:.3f} (ppl {math.exp(min(nll, 50)):.1f}{bleu}), {rate:.0f} tokens/s")
 
-    def _log_window(self, lr: float) -> None:
-        loss, nll, tokens, steps = self.state.window
+    def _log_window(self) -> None:
+        s = self.state
+        loss, nll, tokens, steps = s.window
         rate = tokens / max(self._window_seconds, 1e-9)
         self._window_seconds = 0.0
-        self.state.last_train = (loss / tokens, nll / tokens)
-        self.state.window = [0.0, 0.0, 0.0, 0]
+        s.last_train = (loss / tokens, nll / tokens)
+        s.window = [0.0, 0.0, 0.0, 0]
         if self.log:
-            self.log.log(self.state.step, {"train/loss": loss / tokens, "train/nll": nll / tokens, "train/lr": lr},
-                         bar={"loss": f"{loss / tokens:.3f}", "lr": f"{lr:.2e}", "tok/s": f"{rate:.0f}"})
+            self.log.log(s.step, {"train/loss": loss / tokens, "train/nll": nll / tokens, "train/lr": s.lr},
+                         bar={"loss": f"{loss / tokens:.3f}", "lr": f"{s.lr:.2e}", "tok/s": f"{rate:.0f}"})
 
     # ---- the loop
-    def run(self) -> None:
-        """Train until max_steps; validate, log and checkpoint on their cadences and at the end."""
+    def done(self) -> bool:
+        """Whether the recipe's max_steps updates or max_epochs epochs are complete."""
         r, s = self.recipe, self.state
-        while s.step < r.max_steps:
+        return bool(r.max_steps and s.step >= r.max_steps) or bool(r.max_epochs and s.epoch >= r.max_epochs)
+
+    def run(self) -> None:
+        """Train until max_steps or max_epochs; validate, log and checkpoint on their cadences and at the end."""
+        r, s = self.recipe, self.state
+        while not self.done():
             batches = self._batches(s.epoch)
-            while s.position < len(batches) and s.step < r.max_steps:
+            while s.position < len(batches) and not (r.max_steps and s.step >= r.max_steps):
                 began = time.perf_counter()
                 loss, nll, tokens = self.train_step(batches[s.position])
                 s.position += 1
@@ -542,7 +678,7 @@ class Trainer:
                 if self.log:
                     self.log.advance()
                 if s.step % r.log_every == 0:
-                    self._log_window(lr_at(s.step, r))
+                    self._log_window()
                 if s.step % r.valid_every == 0:
                     self._validate_and_keep_best()
                 if s.step % r.checkpoint_every == 0:
@@ -550,14 +686,44 @@ class Trainer:
             if s.position >= len(batches):
                 s.epoch, s.position = s.epoch + 1, 0
         if s.window[3]:
-            self._log_window(lr_at(s.step, r))
+            self._log_window()
         if s.valid_step != s.step:
             self._validate_and_keep_best()
         self.save_state()
 
-    def finish(self, out_dir: Path) -> dict:
-        """Write out_dir/model.pt, out_dir/train.json and out_dir/dvclive (rank 0); return the summary."""
+    def kept(self) -> tuple[dict, dict | None]:
+        """Which weights the recipe keeps ({"rule", "step"/"steps", ...}) and, unless the last, those weights
+        (rank 0 reads them from run_dir; None elsewhere)."""
+        r, s = self.recipe, self.state
+        if r.keep == "last":
+            return {"rule": "last", "step": s.step}, None
+        if r.keep == "average":
+            info = {"rule": "average", "steps": list(s.snapshots), "step": s.snapshots[-1]}
+            paths = [self.run_dir / SNAPSHOTS / _snapshot_name(step) for step in s.snapshots]
+            return info, average_checkpoints(paths) if self.dist.main else None
+        name, step, info = {
+            "best_loss": ("best.pt", s.best_step, {"valid_nll": s.best_valid}),
+            "best_bleu": ("best_bleu.pt", s.best_bleu_step, {"valid_bleu": s.best_bleu}),
+        }[r.keep]
+        info = {"rule": r.keep, "step": step, **info}
+        if not self.dist.main:
+            return info, None
+        record = load_file(self.run_dir / name)
+        if record.get("step") != step:
+            raise PipelineError(f"{self.run_dir / name}: holds step {record.get('step')}, but the best validation "
+                                f"was at step {step} (a killed run resumed with a lower max_steps?); expected "
+                                f"that step's weights. Delete {self.run_dir} to train afresh")
+        return info, record["weights"]
+
+    def finish(self, out_dir: Path, curves_dir: Path) -> dict:
+        """Keep the recipe's weights (in the model too), write out_dir/{model.pt,train.json}, the curves to
+        curves_dir and run_dir/COMPLETE (rank 0); return the summary."""
         s = self.state
+        kept, weights = self.kept()
+        if self.recipe.keep != "last":
+            if weights is not None:
+                self.model.load_state_dict(weights)
+            self.dist.broadcast_model(self.model)
         summary = {
             "steps": s.step, "epochs": s.epoch + s.position / max(len(self._batches(s.epoch)), 1),
             "wall_time_s": s.elapsed, "tokens": s.tokens,
@@ -565,20 +731,27 @@ class Trainer:
             "steps_per_s": s.step / s.elapsed if s.elapsed else 0.0,
             "final_train_loss": s.last_train[0], "final_train_nll": s.last_train[1],
             "final_valid_loss": s.last_valid[0], "final_valid_nll": s.last_valid[1],
-            "best_valid_nll": s.best_valid, "n_params": count_parameters(self.model),
+            "best_valid_nll": s.best_valid, "kept": kept, "n_params": count_parameters(self.model),
             "world_size": self.dist.world, "device": self.dist.device.type, "resumed_from_step": self.resumed_from,
             "fresh_parameters": self.fresh_params, "recipe": self.recipe.to_dict(),
             "environment": run_environment(), "dropped_too_long": self.dropped_too_long,
         }
+        if self.recipe.keep == "best_bleu":
+            summary["best_valid_bleu"] = s.best_bleu
         if self.dist.main:
             out_dir = Path(out_dir)
-            save_atomic(self._record(), out_dir / "model.pt")
+            save_atomic(self._record(_plain(kept), kept["step"]), out_dir / "model.pt")
             with atomic_open(out_dir / "train.json") as handle:
                 json.dump(_plain(summary), handle, indent=2, sort_keys=True)
                 handle.write("\n")
             self.log.close()
-            self.log.copy_to(out_dir / "dvclive")
+            self.log.publish(curves_dir)
+            (self.run_dir / COMPLETE).touch()
         return summary
+
+
+def _snapshot_name(step: int) -> str:
+    return f"step-{step:09d}.pt"
 
 
 def run_environment() -> dict:
@@ -605,28 +778,66 @@ def _differences(old: dict, new: dict) -> list[str]:
     return out
 
 
-def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list[list[int]], list[list[int]]],
-        recipe: Recipe, *, run_dir: Path, out_dir: Path, meta: dict, init_state: dict | None = None,
-        progress: bool = True) -> dict:
-    """Train `model` on id sequences (no BOS/EOS) and write out_dir/{model.pt,train.json,dvclive}.
+def restart_policy(run_dir: Path, key: dict, recipe: Recipe) -> str | None:
+    """Delete a run_dir marked COMPLETE that cannot continue into this run (its run key differs, or it is past
+    the recipe's max_steps / max_epochs); return why, or None when it is kept (to resume or continue).
 
-    meta must hold arch, options, src_vocab_size, tgt_vocab_size (to rebuild the model) and may hold
-    anything else identifying the run. Checkpoints go to run_dir (last.pt, best.pt); an existing
-    run_dir/last.pt is resumed (bitwise exact on the same world size and device), and one written by a
-    different model/recipe/data is refused with a PipelineError. Under torchrun (WORLD_SIZE > 1) every
-    rank calls fit; rank 0 writes files. Returns the summary written to train.json.
+    A kept COMPLETE marker is removed: until this fit finishes, the run is incomplete again (a changed run key
+    is then refused, not silently discarded). A run_dir without the marker is left to the resume checks."""
+    marker = Path(run_dir) / COMPLETE
+    if not marker.exists():
+        return None
+    why = None
+    try:
+        ckpt = load_file(Path(run_dir) / "last.pt")
+    except PipelineError as err:
+        why = str(err)
+    else:
+        if ckpt.get("format") != STATE_FORMAT:
+            why = f"training state format {ckpt.get('format')!r}, expected {STATE_FORMAT}"
+        else:
+            why = "; ".join(_differences(ckpt["run_key"], key)) or _beyond(ckpt["progress"], recipe)
+    if why:
+        shutil.rmtree(run_dir)
+        return why
+    marker.unlink()
+    return None
+
+
+def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list[list[int]], list[list[int]]],
+        recipe: Recipe, *, run_dir: Path, out_dir: Path, curves_dir: Path, meta: dict,
+        init_state: dict | None = None, progress: bool = True) -> dict:
+    """Train `model` on id sequences (no BOS/EOS) as `recipe` says; write out_dir/{model.pt,train.json} and the
+    learning curves to curves_dir (train/{loss,nll,lr}.tsv, valid/{loss,nll,ppl}.tsv, valid/bleu.tsv with keep:
+    best_bleu).
+
+    meta must hold model (the spec {"encoder", "decoder", **options}), src_vocab_size, tgt_vocab_size (to rebuild
+    the model) and may hold anything else identifying the run. model.pt holds the kept weights (recipe.keep;
+    train.json "kept" says which step(s)), and `model` holds them on return. Checkpoints go to run_dir (last.pt,
+    best.pt, best_bleu.pt, average/); an existing run_dir/last.pt is resumed (bitwise exact on the same world size
+    and device), one written by a different model/recipe/data is refused with a PipelineError -- unless the run
+    was COMPLETE, then run_dir is deleted and the run starts afresh (restart_policy). init_state: weights to start
+    from (fine-tuning; train.json lists the parameters left fresh). Under torchrun (WORLD_SIZE > 1) every rank
+    calls fit; rank 0 writes files. Returns the summary written to train.json.
     """
     _check_inputs(train, valid, meta, recipe)
     limit = getattr(model, "max_input_len", None)
     (train, n_train), (valid, n_valid) = within_length(train, limit), within_length(valid, limit)
+    run_dir = Path(run_dir)
     dist_ = Dist()
     try:
-        trainer = Trainer(model, train, valid, recipe, Path(run_dir), meta, dist_, progress)
+        key = run_key(meta, recipe, train, valid)
+        if dist_.main:
+            why = restart_policy(run_dir, key, recipe)
+            if why:
+                print(f"{run_dir}: finished run deleted, training afresh ({why})", file=sys.stderr)
+        dist_.barrier()
+        trainer = Trainer(model, train, valid, recipe, run_dir, meta, dist_, progress, key)
         trainer.dropped_too_long = {"train": n_train, "valid": n_valid, "limit": limit}
         trainer.start(init_state)
         try:
             trainer.run()
-            return trainer.finish(Path(out_dir))
+            return trainer.finish(Path(out_dir), Path(curves_dir))
         finally:
             if trainer.log:
                 trainer.log.close()
@@ -638,7 +849,7 @@ def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | N
                   ) -> tuple[tuple[list[list[int]], list[list[int]]], int]:
     """The pairs whose source + EOS and BOS + target fit `limit` positions, and how many were dropped.
 
-    zeng2021 3.1 removes sentences longer than its 256x256 attention matrices; BPE can lengthen a sentence
+    RAN (Zeng et al. 2021, 3.1) removes sentences longer than its 256x256 attention matrices; BPE can lengthen a sentence
     that passed the word-count filter, so the trainer drops those too instead of crashing (None: no limit).
     """
     src, tgt = pairs
@@ -653,7 +864,7 @@ def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | N
 def _check_inputs(train, valid, meta: dict, recipe: Recipe) -> None:
     """Clear errors for malformed arguments before any work starts."""
     if not isinstance(recipe, Recipe):
-        raise PipelineError(f"fit: recipe must be a Recipe, got {type(recipe).__name__}")
+        raise PipelineError(f"fit: recipe must be a pipeline.recipe.Recipe, got {type(recipe).__name__}")
     for name, (src, tgt) in (("train", train), ("valid", valid)):
         if len(src) != len(tgt):
             raise PipelineError(f"{name}: {len(src)} source but {len(tgt)} target sequences; expected equal counts")

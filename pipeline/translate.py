@@ -1,11 +1,10 @@
-"""Batched beam-search translation of tokenised (BPE-segmented) lines."""
+"""Batched beam-search translation of tokenised (BPE-segmented) lines: 1-best outputs or n-best lists."""
 from __future__ import annotations
 
 import sys
 
-import torch
-
 from pipeline.data.batching import encode_source, pad
+from pipeline.errors import PipelineError
 
 
 def length_sorted_chunks(lengths: list[int], batch_size: int) -> list[list[int]]:
@@ -17,8 +16,8 @@ def length_sorted_chunks(lengths: list[int], batch_size: int) -> list[list[int]]
 def fit_sources(ids: list[list[int]], limit: int | None) -> list[list[int]]:
     """Sources (ending in EOS) cut to the model's `limit` positions, keeping EOS; a note counts the cut ones.
 
-    Our choice: zeng2021 removes over-long sentences from its data; a test sentence still too long for the
-    attention matrices is truncated rather than dropped, so every source line keeps a hypothesis line.
+    Our choice: a paper may remove over-long sentences from its data (RAN's fixed-size matrices); a test sentence
+    still too long for the model is truncated rather than dropped, so every source line keeps a hypothesis line.
     """
     if limit is None:
         return ids
@@ -30,35 +29,40 @@ def fit_sources(ids: list[list[int]], limit: int | None) -> list[list[int]]:
     return cut
 
 
-def translate_lines(model, src_vocab, tgt_vocab, lines: list[str], *, beam: int = 4, length_penalty: float = 0.6,
-                    batch_size: int = 64, max_len_a: float = 1.2, max_len_b: int = 10,
-                    progress: bool = True) -> list[str]:
-    """Translate `lines` with beam search, batched by source length; outputs in input order, BPE left in place.
+def translate_nbest(model, src_vocab, tgt_vocab, lines: list[str], *, nbest: int = 1, beam: int = 4,
+                    length: str = "penalty", alpha: float = 0.6, batch_size: int = 64, max_len_a: float = 1.2,
+                    max_len_b: int = 10, progress: bool = True) -> list[list[tuple[float, str]]]:
+    """Up to `nbest` (score, text) per line, best first, by batched beam search; input order, BPE left in place.
 
-    Sources are encoded as in training (tokens + EOS, pipeline.data.batching.encode_source); each batch
-    src [B,S] goes to pipeline.search.beam_search on the model's device; ids -> tokens by tgt_vocab.decode.
+    Sources are encoded as in training (tokens + EOS, pipeline.data.batching.encode_source), batched by length;
+    each batch src [B,S] goes to pipeline.search.beam_search_nbest on the model's device (length, alpha: its
+    length treatment); ids -> text by tgt_vocab.decode. Write the lists with pipeline.fileio.write_nbest.
     """
     from tqdm import tqdm
 
-    from pipeline.search import beam_search
+    from pipeline.search import beam_search_nbest, inference
 
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise PipelineError(f"batch_size must be >= 1, got {batch_size}")
     device = next(model.parameters()).device
     ids = fit_sources([encode_source(src_vocab.encode(line)) for line in lines],
                       getattr(model, "max_input_len", None))
-    outputs: list[str | None] = [None] * len(lines)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for chunk in tqdm(length_sorted_chunks([len(x) for x in ids], batch_size), disable=not progress,
-                              desc="translate", unit="batch", file=sys.stderr):
-                src = pad([ids[i] for i in chunk]).to(device)
-                hyps = beam_search(model, src, beam=beam, max_len_a=max_len_a, max_len_b=max_len_b,
-                                   length_penalty=length_penalty)
-                for i, hyp in zip(chunk, hyps):
-                    outputs[i] = tgt_vocab.decode(hyp)
-    finally:
-        model.train(was_training)
+    outputs: list[list[tuple[float, str]] | None] = [None] * len(lines)
+    with inference(model):
+        for chunk in tqdm(length_sorted_chunks([len(x) for x in ids], batch_size), disable=not progress,
+                          desc="translate", unit="batch", file=sys.stderr):
+            src = pad([ids[i] for i in chunk]).to(device)
+            found = beam_search_nbest(model, src, nbest=nbest, beam=beam, max_len_a=max_len_a,
+                                      max_len_b=max_len_b, length=length, alpha=alpha)
+            for i, hyps in zip(chunk, found):
+                outputs[i] = [(score, tgt_vocab.decode(tokens)) for score, tokens in hyps]
     return outputs
+
+
+def translate_lines(model, src_vocab, tgt_vocab, lines: list[str], *, beam: int = 4, length: str = "penalty",
+                    alpha: float = 0.6, batch_size: int = 64, max_len_a: float = 1.2, max_len_b: int = 10,
+                    progress: bool = True) -> list[str]:
+    """The best translation of each line (the 1-best of translate_nbest), in input order, BPE left in place."""
+    return [hyps[0][1] for hyps in translate_nbest(model, src_vocab, tgt_vocab, lines, nbest=1, beam=beam,
+                                                   length=length, alpha=alpha, batch_size=batch_size,
+                                                   max_len_a=max_len_a, max_len_b=max_len_b, progress=progress)]

@@ -9,6 +9,7 @@ from pipeline.data.vocab import BOS, EOS
 from pipeline.errors import PipelineError
 from pipeline.evaluate.attention import attention_statistics, pattern_weights
 from pipeline.models import build_model
+from pipeline.models.ran import using
 
 torch.set_num_threads(1)
 
@@ -21,7 +22,7 @@ TGT = [[6, 7], [8, 9, 10, 11, 12], [4, 9, 9]]
 def make(seed=0, **options):
     """A seeded small transformer with the given options (train mode: the analysis must switch to eval)."""
     torch.manual_seed(seed)
-    return build_model("transformer", {**SMALL, **options}, V, V)
+    return build_model({"encoder": "transformer", "decoder": "transformer", **SMALL, **options}, V, V)
 
 
 def layer_weights(model, src, tgt):
@@ -31,15 +32,15 @@ def layer_weights(model, src, tgt):
     t = torch.tensor([[BOS] + tgt])
     out = {"enc": [], "dec": []}
     with torch.no_grad():
-        h = model.embed(model.src_embed, s)
-        with model.patterns_of(model.enc_patterns):
-            for layer in model.encoder_layers:
+        h = model.encoder.embed(model.src_embed(s))
+        with using(model.encoder.patterns):
+            for layer in model.encoder.layers:
                 out["enc"].append(layer.self_attn.attention_weights(h, h)[0].double().tolist())
                 h = layer(h, s.eq(0))
         memory = {"enc": h, "enc_pad": s.eq(0)}
-        h = model.embed(model.tgt_embed, t)
-        with model.patterns_of(model.dec_patterns):
-            for layer in model.decoder_layers:
+        h = model.decoder.embed(model.tgt_embed(t))
+        with using(model.decoder.patterns):
+            for layer in model.decoder.layers:
                 out["dec"].append(layer.self_attn.attention_weights(h, h, causal=True)[0].double().tolist())
                 h = layer(h, memory)
     return out
@@ -151,7 +152,7 @@ def test_pattern_weights_of_ran_are_softmax_of_its_tables():
     assert len(out["enc"]) == 2 and len(out["dec"]) == 3
     n = SMALL["ran_max_len"]  # min(20, 12)
     with torch.no_grad():
-        tables = model.enc_patterns.tables()
+        tables = model.encoder.patterns.tables()
         expected = torch.softmax(tables[1].double(), -1).mean(0)
     assert torch.allclose(torch.tensor(out["enc"][1], dtype=torch.float64), expected, atol=1e-6)
     for side in ("enc", "dec"):

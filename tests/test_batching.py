@@ -1,10 +1,10 @@
-"""Token batching, padding and the (src, tgt_in, tgt_out) triple."""
+"""Token and sentence batching, padding and the (src, tgt_in, tgt_out) triple."""
 import random
 
 import pytest
 import torch
 
-from pipeline.data.batching import batch_cost, make_batch, pad, token_batches
+from pipeline.data.batching import batch_cost, make_batch, pad, sentence_batches, token_batches
 from pipeline.errors import PipelineError
 
 
@@ -64,8 +64,41 @@ def test_oversized_pair_gets_its_own_batch():
 def test_bad_arguments_are_pipeline_errors():
     with pytest.raises(PipelineError, match="3 source lengths but 2 target"):
         token_batches([1, 2, 3], [1, 2], 10, seed=1, epoch=0)
-    with pytest.raises(PipelineError, match="batch_tokens"):
+    with pytest.raises(PipelineError, match="batch_size: got 0, expected a positive integer \\(padded tokens"):
         token_batches([1], [1], 0, seed=1, epoch=0)
+
+
+# ---- sentence batches (shu2016: 64 pairs grouped by length, batch order shuffled)
+def test_sentence_batches_hold_exactly_batch_size_pairs_but_the_last():
+    src, tgt = _lengths(n=103)
+    for epoch in range(3):
+        batches = sentence_batches(src, tgt, 10, seed=1, epoch=epoch)
+        assert [len(b) for b in batches] == [10] * 10 + [3]
+        assert sorted(i for b in batches for i in b) == list(range(103))   # every pair exactly once
+    assert [len(b) for b in sentence_batches(src[:100], tgt[:100], 10, seed=1, epoch=0)] == [10] * 10
+    assert sentence_batches([4, 2, 9], [1, 1, 1], 5, seed=1, epoch=0) == [[1, 0, 2]]
+
+
+def test_sentence_batches_group_by_length_and_shuffle_per_epoch():
+    src, tgt = _lengths(n=103)
+    first = sentence_batches(src, tgt, 10, seed=5, epoch=2)
+    assert first == sentence_batches(src, tgt, 10, seed=5, epoch=2)              # same seed and epoch: same order
+    other_epoch = sentence_batches(src, tgt, 10, seed=5, epoch=3)
+    other_seed = sentence_batches(src, tgt, 10, seed=6, epoch=2)
+    assert other_epoch != first and other_seed != first
+    assert sorted(map(tuple, other_epoch)) == sorted(map(tuple, first))          # same groups, other order
+    assert other_epoch[-1] == first[-1] and len(first[-1]) == 3                  # the short batch stays last
+    unshuffled = sentence_batches(src, tgt, 10, seed=5, epoch=0, shuffle=False)
+    keys = [(tgt[i], src[i], i) for b in unshuffled for i in b]
+    assert keys == sorted(keys)                                                  # consecutive in length order
+    assert sorted(map(tuple, unshuffled)) == sorted(map(tuple, first))
+
+
+def test_sentence_batches_bad_arguments_are_pipeline_errors():
+    with pytest.raises(PipelineError, match="3 source lengths but 2 target"):
+        sentence_batches([1, 2, 3], [1, 2], 10, seed=1, epoch=0)
+    with pytest.raises(PipelineError, match="batch_size: got 0"):
+        sentence_batches([1], [1], 0, seed=1, epoch=0)
 
 
 def test_pad_and_make_batch_values():

@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-import yaml
+import pytest
 
 from workspace import ROOT, env
 
@@ -35,34 +35,50 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 
 
 def test_misspelled_key_and_unknown_model_in_params(tmp_path):
-    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-    params["recipes"]["base"]["max_stpes"] = params["recipes"]["base"].pop("max_steps")
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    from workspace import project_params, write_params
+    shared, papers = project_params()
+    recipe = papers["hao2019"]["recipes"]["base"]
+    recipe["max_stpes"] = recipe.pop("max_steps")
+    write_params(tmp_path, shared, papers)
     proc = pipeline("check-config", "--params", str(tmp_path / "params.yaml"))
     assert proc.returncode == 2
-    assert "recipes.base.max_stpes: unknown key; did you mean 'max_steps'?" in proc.stderr
+    assert "params/hao2019.yaml: recipes.base.max_stpes: unknown" in proc.stderr
 
-    params["recipes"]["base"]["max_steps"] = params["recipes"]["base"].pop("max_stpes")
-    params["experiments"]["ende-big"]["model"] = "transformer-huge"
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    recipe["max_steps"] = recipe.pop("max_stpes")
+    papers["hao2019"]["experiments"]["ende-big"]["model"] = "transformer-huge"
+    write_params(tmp_path, shared, papers)
     proc = pipeline("check-config", "--params", str(tmp_path / "params.yaml"))
     assert proc.returncode == 2
     assert "experiments.ende-big.model: unknown model preset 'transformer-huge'" in proc.stderr
 
 
 def test_snakemake_refuses_a_bad_params_file_up_front(tmp_path):
-    from workspace import make_workspace, toy_params
-    params = toy_params()
-    params["models"]["toy"]["d_modle"] = 16
-    ws = make_workspace(tmp_path / "ws", params)
+    import copy
+
+    from workspace import TOY_HAO2019, make_workspace
+    paper = copy.deepcopy(TOY_HAO2019)
+    paper["models"]["toy"]["d_modle"] = 16
+    with pytest.raises(AssertionError, match="d_modle"):  # even generating dvc.yaml refuses it
+        make_workspace(tmp_path / "ws", papers={"hao2019": paper})
+    ws = tmp_path / "ws"
     proc = subprocess.run(["snakemake", "-n", "--cores", "1"], cwd=ws, env=env(), capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode != 0
-    assert "models.toy: unknown model option 'd_modle'" in proc.stdout + proc.stderr
+    assert "params/hao2019.yaml: models.toy: " in proc.stdout + proc.stderr and "d_modle" in proc.stdout + proc.stderr
     assert not (ws / "artifacts").exists()
+
+
+def test_missing_input_file_is_one_line_naming_it(tmp_path):
+    missing = tmp_path / "nope.hyp"
+    proc = pipeline("score", "--metric", "sacrebleu", "--hyp", str(missing), "--ref-dir", str(tmp_path),
+                    "--test-set", "test", "--lang", "en", "--system", "x", "--output", str(tmp_path / "out.json"))
+    assert proc.returncode == 2
+    assert str(missing) in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_project_params_check_ok():
     proc = pipeline("check-config")
     assert proc.returncode == 0, proc.stderr
-    assert "params.yaml: OK (scale tiny" in proc.stdout
+    assert "paper file(s): OK (scale tiny" in proc.stdout

@@ -1,82 +1,143 @@
-"""params.yaml validation: every error names the key and what was expected."""
+"""params.yaml and params/<paper>.yaml validation: every error names the file, the key and what was expected."""
 import copy
 
 import pytest
-import yaml
 
 from pipeline.config import load_params, parse_params
 from pipeline.errors import PipelineError
-from workspace import ROOT, TOY_PARAMS
+from workspace import ROOT, TOY_HAO2019, TOY_SHARED, project_params
 
 
-def project_params() -> dict:
-    return yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+def parse(shared, papers, scale=None):
+    return parse_params(shared, source="params.yaml", scale=scale,
+                        papers={name: (f"params/{name}.yaml", data) for name, data in papers.items()})
 
 
 def test_project_params_resolve_per_scale():
     tiny = load_params(ROOT / "params.yaml")
     paper = load_params(ROOT / "params.yaml", scale="paper")
-    assert tiny.scale == "tiny" and tiny.root == "artifacts/tiny"
-    assert paper.root == "artifacts/paper"
-    assert paper.models["transformer-base"].options["d_model"] == 512
-    assert paper.models["transformer-big"].options["ffn_dim"] == 4096
-    assert tiny.models["transformer-base"].options["d_model"] == 64
+    assert tiny.scale == "tiny" and tiny.root == "artifacts/tiny" and paper.root == "artifacts/paper"
+    assert set(tiny.files) >= {"hao2019", "zeng2021"}
+    assert paper.models["transformer-base"].spec["d_model"] == 512
+    assert paper.models["transformer-big"].spec["ffn_dim"] == 4096
+    assert tiny.models["transformer-base"].spec["d_model"] == 64
     assert paper.corpora["en-de"].source == "wmt14-en-de" and tiny.corpora["en-de"].source == "l10n-en-de"
     assert paper.recipes["base"].resources.gpu == 8 and tiny.recipes["base"].resources.gpu == 0
     assert tiny.experiments["zhen-base-biarn"].init == "zhen-base"
     assert tiny.tables["hao2019-table3"].target == "results/hao2019/table3.tsv"
-    assert paper.decoding_of("z-zhen-transf")["length_penalty"] == 1.0  # zeng2021 3.1: 1.0 for Zh-En
-    assert paper.decoding_of("z-ende-transf")["length_penalty"] == 0.6
-    assert paper.tables["zeng2021-fig3"].analyses == ("speed",) and paper.analysis["patterns_size"] == 80
+    assert tiny.tables["hao2019-length"].target == "results/hao2019/length.tsv"
+    # zeng2021's grid: direction x system, each system merging both entries
+    assert paper.decoding_of("z-zh-en-transf")["length_penalty"] == 1.0  # zeng2021 3.1: 1.0 for Zh-En
+    assert paper.decoding_of("z-en-de-transf")["length_penalty"] == 0.6
+    assert paper.model_spec("z-en-fr-ran-all")["ran_attention_dropout"] == 0.0
+    assert paper.model_spec("z-en-fr-ran-all")["enc_self_attn"] == "ran"
+    assert paper.model_spec("z-zh-en-ran-e")["share_embeddings"] is False
+    assert paper.corpora["z-en-de"].joint_vocab and not paper.corpora["z-zh-en"].joint_vocab
+    table1 = paper.tables["zeng2021-table1"]
+    assert table1.cells["ran-all"]["en-de"] == "z-en-de-ran-all" and len(table1.systems()) == 60
+    assert table1.baseline("ran-all", "zh-en") == "z-zh-en-transf"
+    assert paper.tables["zeng2021-fig3"].analyses["speed"]["sentences"] == 3003
+    assert paper.tables["zeng2021-fig6"].analyses["patterns"]["size"] == 80
+    # DVC tracks exactly the grid entries a system is built from
+    assert ("params/zeng2021.yaml", "grids.z.systems.ran-all") in paper.experiments["z-en-de-ran-all"].params_keys
+    assert ("params/zeng2021.yaml", "grids.z.directions.en-de") in paper.experiments["z-en-de-ran-all"].params_keys
 
 
-@pytest.mark.parametrize("mutate, key, expected", [
-    (lambda p: p["experiments"]["zhen-base"].update(model="transformer-bsae"),
-     "experiments.zhen-base.model", "did you mean transformer-base"),
-    (lambda p: p["recipes"]["base"].update(warmpu=10), "recipes.base.warmpu", "did you mean 'warmup'"),
-    (lambda p: p.update(sclae="tiny"), "sclae", "did you mean 'scale'"),
-    (lambda p: p["corpora"]["zh-en"].update(bpe_merges="many"), "corpora.zh-en.bpe_merges", "expected int"),
-    (lambda p: p["corpora"]["zh-en"].update(max_len={"tiny": 5}), "corpora.zh-en.max_len.paper",
-     "missing required key"),
-    (lambda p: p["corpora"]["en-de"].update(source="wmt99-en-de"), "corpora.en-de.source",
-     "unknown registry corpus"),
-    (lambda p: p["finetunes"]["zhen-base-biarn"].update(init="zhen-nope"), "finetunes.zhen-base-biarn.init",
-     "unknown experiment"),
-    (lambda p: p["models"]["transformer-base"].update(arch="lstm"), "models.transformer-base.arch",
-     "unknown architecture"),
-    (lambda p: p["models"]["transformer-base"].update(d_modle=64), "models.transformer-base", "d_modle"),
-    (lambda p: p["tables"]["hao2019-table3"]["cells"]["base"].update({"zh-en": "zhen-bse"}),
-     "tables.hao2019-table3.cells.base.zh-en", "unknown experiment"),
-    (lambda p: p["figures"]["zeng2021-fig3"].update(analyses=["sped"]), "figures.zeng2021-fig3.analyses",
-     "expected a list of tokenized_bleu"),
-    (lambda p: p["experiments"]["z-zhen-transf"].update(decoding={"length_penalty": "long"}),
-     "experiments.z-zhen-transf.decoding.length_penalty", "expected float"),
-    (lambda p: p["analysis"].update(speed_beams=[4, 0]), "analysis.speed_beams", "positive integers"),
+def test_scores_of_a_system_follow_its_tables():
+    p = load_params(ROOT / "params.yaml")
+    assert p.scores_of("z-en-de-transf") == [("test", "multi-bleu"), ("test", "sacrebleu")]
+    assert ("test", "rouge") in p.scores_of("z-summ-transf")
+    assert p.scores_of("zhen-base") == [("test", "sacrebleu")]
+
+
+@pytest.mark.parametrize("mutate, where, expected", [
+    (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(model="tyo"),
+     "params/hao2019.yaml: experiments.zhen-base.model", "did you mean toy"),
+    (lambda s, p: p["hao2019"]["recipes"]["toy"].update(warmpu=10), "params/hao2019.yaml: recipes.toy.warmpu",
+     "unknown"),
+    (lambda s, p: s.update(sclae="tiny"), "params.yaml: sclae", "did you mean 'scale'"),
+    (lambda s, p: s["decoding"].update(length="short"), "params.yaml: decoding.length", "penalty, normalize, none"),
+    (lambda s, p: s["significance"].update(test="coin_flip"), "params.yaml: significance.test",
+     "unknown significance test"),
+    (lambda s, p: p["hao2019"]["corpora"]["zh-en"].update(bpe_merges="many"),
+     "params/hao2019.yaml: corpora.zh-en.bpe_merges", "expected int"),
+    (lambda s, p: p["hao2019"]["corpora"]["zh-en"].update(max_len={"tiny": 5}),
+     "params/hao2019.yaml: corpora.zh-en.max_len.paper", "missing required key"),
+    (lambda s, p: p["hao2019"]["corpora"]["en-de"].update(source="wmt99-en-de"),
+     "params/hao2019.yaml: corpora.en-de.source", "unknown registry corpus"),
+    (lambda s, p: p["hao2019"]["experiments"]["zhen-base-biarn"].update(init="zhen-nope"),
+     "params/hao2019.yaml: experiments.zhen-base-biarn.init", "unknown experiment"),
+    (lambda s, p: p["hao2019"]["models"]["toy"].update(d_modle=64), "params/hao2019.yaml: models.toy", "d_modle"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"]["cells"]["base"].update({"zh-en": "zhen-bse"}),
+     "params/hao2019.yaml: tables.hao2019-table3.cells.base.zh-en", "unknown system"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"]["values"].update(bleu="sacrebelu"),
+     "params/hao2019.yaml: tables.hao2019-table3.values.bleu", "unknown value source"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"]["values"].update(params="train.n_parmas"),
+     "params/hao2019.yaml: tables.hao2019-table3.values.params", "unknown run summary field"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"]["significance"].update(value="params"),
+     "params/hao2019.yaml: tables.hao2019-table3.significance.value", "scored by a metric"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"]["significance"]["baselines"].update({"base": "bsae"}),
+     "params/hao2019.yaml: tables.hao2019-table3.significance.baselines.base", "unknown table row"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"].update(analyses={"sped": {}}),
+     "params/hao2019.yaml: tables.hao2019-table3.analyses.sped", "unknown analysis"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"].update(analyses={"speed": {"beams": [4, 0]}}),
+     "params/hao2019.yaml: tables.hao2019-table3.analyses.speed", "positive integers"),
+    (lambda s, p: p["hao2019"]["tables"]["hao2019-table3"].update(test_sets="test-nt99"),
+     "params/hao2019.yaml: tables.hao2019-table3.test_sets", "unknown test set 'test-nt99'"),
+    (lambda s, p: p["hao2019"]["tables"].update({"table9": p["hao2019"]["tables"]["hao2019-table3"]}),
+     "params/hao2019.yaml: tables.table9", "expected a name 'hao2019-<file stem>'"),
+    (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(decoding={"length_penalty": "long"}),
+     "params/hao2019.yaml: experiments.zhen-base.decoding.length_penalty", "expected float"),
+    (lambda s, p: p.update(other={"experiments": {"zhen-base": p["hao2019"]["experiments"]["zhen-base"]}}),
+     "params/other.yaml: experiments.zhen-base", "already defined at params/hao2019.yaml"),
 ])
-def test_bad_params_name_the_key(mutate, key, expected):
-    params = project_params()
-    mutate(params)
+def test_bad_params_name_the_file_and_key(mutate, where, expected):
+    shared, papers = copy.deepcopy(TOY_SHARED), {"hao2019": copy.deepcopy(TOY_HAO2019)}
+    mutate(shared, papers)
     with pytest.raises(PipelineError) as err:
-        parse_params(params, source="params.yaml")
+        parse(shared, papers)
     message = str(err.value)
-    assert f"params.yaml: {key}" in message
+    assert where in message
     assert expected in message
 
 
 def test_wrong_scale_is_named():
     with pytest.raises(PipelineError, match="scale: expected one of tiny, paper, got 'huge'"):
-        parse_params({**project_params(), "scale": "huge"})
+        parse({**TOY_SHARED, "scale": "huge"}, {})
 
 
 def test_invalid_yaml_names_the_file(tmp_path):
-    path = tmp_path / "params.yaml"
-    path.write_text("scale: [tiny\n", encoding="utf-8")
-    with pytest.raises(PipelineError, match=f"{path}: not valid YAML"):
-        load_params(path)
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params.yaml").write_text("scale: tiny\n", encoding="utf-8")
+    bad = tmp_path / "params" / "broken.yaml"
+    bad.write_text("corpora: [tiny\n", encoding="utf-8")
+    with pytest.raises(PipelineError, match=f"{bad}: not valid YAML"):
+        load_params(tmp_path / "params.yaml")
 
 
 def test_toy_params_are_valid():
-    params = parse_params(copy.deepcopy(TOY_PARAMS))
+    params = parse(copy.deepcopy(TOY_SHARED), {"hao2019": copy.deepcopy(TOY_HAO2019)})
     assert params.corpora["en-de"].source == "toy-copy"
-    assert params.tables["hao2019-table3"].experiments() == sorted(
+    assert params.tables["hao2019-table3"].systems() == sorted(
         ["zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn"])
+    assert params.tables["hao2019-table3"].baseline("base+biarn", "en-de") == "ende-base"
+
+
+def test_project_params_are_checked_without_torch():
+    """Validating params must stay cheap: Snakemake does it at every start (no torch import)."""
+    import subprocess
+    import sys
+    code = ("import sys; from pipeline.config import load_params; load_params('params.yaml'); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_every_project_value_is_tracked_by_a_grid_or_experiment_key():
+    shared, papers = project_params()
+    p = parse(shared, papers)
+    for name, exp in p.experiments.items():
+        files = {f for f, _ in exp.params_keys}
+        assert files <= {f"params/{paper}.yaml" for paper in papers}, name
+        keys = [k for _, k in exp.params_keys]
+        assert f"models.{exp.model}" in keys and f"recipes.{exp.recipe}" in keys, name

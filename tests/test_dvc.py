@@ -1,18 +1,45 @@
 """DVC on the toy project: repro, push to a local remote, fresh clone, pull, sync, then nothing to do.
 
-Also: an edit of one experiment (dvc exp run -S) reruns only that system and what depends on it.
+Also: dvc.yaml is generated from the params files and up to date; a table's stage depends on exactly its own
+corpora and systems (a dry run in a fresh clone lists just those); editing one system (dvc exp run -S) reruns
+only that system and what depends on it; editing a file a stage uses makes exactly the stages using it stale.
 """
 import json
+import re
 
 import pytest
 
-from workspace import TABLE, TOY_PARAMS, make_workspace, run
+from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, run
 
 pytestmark = pytest.mark.slow
 
 
 def stages_run(output: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")}
+
+
+def stale(ws) -> set[str]:
+    """Stage names `dvc status` reports as changed."""
+    return set(re.findall(r"^(\S+@\S+):", run(["dvc", "status"], ws).stdout, flags=re.M))
+
+
+def test_project_dvc_yaml_is_generated_from_the_params():
+    proc = run(["python", "-m", "pipeline", "dvc-yaml", "--check"], ROOT)
+    assert "up to date" in proc.stdout
+
+
+def test_dry_run_of_one_table_in_a_fresh_clone_lists_only_its_own_stages(tmp_path):
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(ROOT), str(clone)], tmp_path)
+    for path in ("params.yaml", "params", "dvc.yaml", "pipeline", "workflows"):  # the working tree, uncommitted too
+        run(["rm", "-rf", path], clone)
+        run(["cp", "-r", str(ROOT / path), str(clone / path)], tmp_path)
+    dry = run(["dvc", "repro", "--dry", "table@hao2019-table3"], clone)
+    expected = {"corpus@zh-en", "corpus@en-de", "table@hao2019-table3"}
+    for system in ("zhen-base", "ende-base", "zhen-big", "ende-big"):
+        for suffix in ("", "-cont", "-biarn"):
+            expected |= {f"train@{system}{suffix}", f"eval@{system}{suffix}"}
+    assert stages_run(dry.stdout) == expected
 
 
 def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
@@ -23,17 +50,32 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     run(["git", "commit", "-qm", "toy project"], ws)
 
     first = run(["dvc", "repro"], ws)
-    assert {"corpus@zh-en", "train@ende-base", "finetune@ende-base-biarn", "table@hao2019-table3"} <= stages_run(
-        first.stdout)
+    assert {"corpus@zh-en", "train@ende-base", "train@ende-base-biarn", "eval@ende-base-biarn",
+            "table@hao2019-table3"} <= stages_run(first.stdout)
     assert (ws / TABLE).exists()
     assert "Data and pipelines are up to date" in run(["dvc", "status"], ws).stdout
     assert not stages_run(run(["dvc", "repro"], ws).stdout)      # a second repro does nothing
 
-    plots = json.loads(run(["dvc", "plots", "show", "--json"], ws).stdout)   # dvclive learning curves
+    plots = json.loads(run(["dvc", "plots", "show", "--json"], ws).stdout)   # learning curves
     assert not plots.get("errors"), plots.get("errors")
     for exp, recipe in (("zhen-base", "toy"), ("ende-base-biarn", "toy-finetune")):
         curve = plots["data"][f"artifacts/tiny/curves/{exp}/train/loss.tsv"][0]["content"]["data"]["values"]
-        assert int(curve[-1]["step"]) == TOY_PARAMS["recipes"][recipe]["max_steps"]
+        assert int(curve[-1]["step"]) == TOY_HAO2019["recipes"][recipe]["max_steps"]
+    metrics = json.loads(run(["dvc", "metrics", "show", "--json"], ws).stdout)  # every system's scores
+    shown = {path: data for found in metrics.values() for path, data in found["data"].items()}
+    score = json.loads((ws / "artifacts/tiny/eval/ende-base/test.sacrebleu.json").read_text())["score"]
+    assert shown["artifacts/tiny/eval/ende-base/scores.json"]["data"]["test"]["sacrebleu"] == round(score, 4)
+
+    # editing a file a stage uses makes exactly the stages that use it stale
+    layout = ws / "pipeline/papers/hao2019/layouts.py"
+    layout.write_text(layout.read_text() + "\n# edited\n")
+    assert stale(ws) == {"table@hao2019-table3"}
+    run(["git", "checkout", "--", "pipeline/papers/hao2019/layouts.py"], ws)
+    translate = ws / "pipeline/translate.py"   # decoding only: the trainer does not import it
+    translate.write_text(translate.read_text() + "\n# edited\n")
+    assert stale(ws) == {f"eval@{s}" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
+    run(["git", "checkout", "--", "pipeline/translate.py"], ws)
+    assert not stale(ws)
 
     run(["dvc", "push"], ws)
     run(["git", "add", "-A"], ws)
@@ -59,9 +101,8 @@ def test_exp_run_with_one_edit_reruns_only_its_stages(tmp_path):
     run(["git", "add", "-A"], ws)
     run(["git", "commit", "-qm", "results"], ws)
 
-    status = run(["dvc", "status"], ws)
-    assert "up to date" in status.stdout
-    exp = run(["dvc", "exp", "run", "-S", "experiments.ende-base.recipe=toy-finetune"], ws)
+    assert "up to date" in run(["dvc", "status"], ws).stdout
+    exp = run(["dvc", "exp", "run", "-S", "params/hao2019.yaml:experiments.ende-base.recipe=toy-finetune"], ws)
     ran = stages_run(exp.stdout)
-    assert {"train@ende-base", "finetune@ende-base-biarn", "table@hao2019-table3"} <= ran
-    assert not ran & {"train@zhen-base", "finetune@zhen-base-biarn", "corpus@zh-en", "corpus@en-de"}, ran
+    assert {"train@ende-base", "train@ende-base-biarn", "table@hao2019-table3"} <= ran
+    assert not ran & {"train@zhen-base", "train@zhen-base-biarn", "corpus@zh-en", "corpus@en-de"}, ran

@@ -1,4 +1,4 @@
-"""Corpus BLEU and paired bootstrap through sacrebleu's API, on small invented sentences."""
+"""bleu.py (sacreBLEU layer), rouge.py (rouge-score layer) and the paired bootstrap, on small invented sentences."""
 import math
 import os
 
@@ -6,7 +6,8 @@ import pytest
 
 from pipeline.errors import PipelineError
 from pipeline.evaluate.bleu import bleu, target_tokenizer
-from pipeline.evaluate.significance import paired_bootstrap
+from pipeline.evaluate.metrics import get_metric
+from pipeline.evaluate.significance import run_test
 
 REFS = [f"the {a} cat sat on the {b} mat near door {i}" for i, (a, b) in
         enumerate(zip(["black", "white", "small", "big"] * 15, ["red", "blue", "old", "new", "soft"] * 12))]
@@ -75,44 +76,50 @@ def test_length_mismatch_and_bad_tokenizer_are_errors():
         bleu(["a"], ["a"], tokenize="ja-mecab")
 
 
-# --- paired bootstrap ---------------------------------------------------------------------------
+# --- paired bootstrap from score files' stats ------------------------------------------------------
+
+def _stats(lines: list[str]) -> list[list[int]]:
+    return get_metric("sacrebleu").score(lines, [REFS], "en")["stats"]
+
 
 def test_identical_systems_are_not_significant():
-    result = paired_bootstrap(REFS, WORSE, list(WORSE), n_samples=200)
+    result = run_test("paired_bootstrap", get_metric("sacrebleu"), _stats(WORSE), _stats(list(WORSE)), n_samples=200)
     assert result["p_value"] == 1.0
-    assert result["system_score"] == result["baseline_score"]
+    assert result["system_score"] == result["baseline_score"] and result["delta"] == 0.0
 
 
 def test_clearly_better_system_is_significant():
-    result = paired_bootstrap(REFS, WORSE, REFS, n_samples=1000)
+    result = run_test("paired_bootstrap", get_metric("sacrebleu"), _stats(WORSE), _stats(REFS), n_samples=1000)
     assert result["p_value"] < 0.01
     assert result["p_value"] == pytest.approx(1 / 1001)
     assert result["system_score"] == pytest.approx(100.0, abs=1e-9)
-    assert result["baseline_score"] == pytest.approx(bleu(WORSE, REFS)["score"], rel=1e-12)
-    assert result["baseline_score"] < 60
+    assert result["baseline_score"] == bleu(WORSE, REFS)["score"]
+    assert result["baseline_score"] < 60 and result["delta"] == result["system_score"] - result["baseline_score"]
     assert "bs:1000" in result["signature"] and "seed:12345" in result["signature"]
     assert all(type(result[k]) is float for k in ("p_value", "baseline_score", "system_score", "mean", "ci"))
 
 
-def test_same_seed_same_result_and_env_restored():
+def test_same_seed_same_result_and_env_untouched():
     half = [ref if i % 2 else worse for i, (ref, worse) in enumerate(zip(REFS, WORSE))]
     before = os.environ.get("SACREBLEU_SEED")
-    first = paired_bootstrap(REFS, WORSE, half, n_samples=300, seed=7)
-    second = paired_bootstrap(REFS, WORSE, half, n_samples=300, seed=7)
-    other = paired_bootstrap(REFS, WORSE, half, n_samples=300, seed=8)
+    metric, base, system = get_metric("sacrebleu"), _stats(WORSE), _stats(half)
+    first = run_test("paired_bootstrap", metric, base, system, n_samples=300, seed=7)
+    second = run_test("paired_bootstrap", metric, base, system, n_samples=300, seed=7)
+    other = run_test("paired_bootstrap", metric, base, system, n_samples=300, seed=8)
     assert first == second
     assert first["seed"] == 7 and "seed:7" in first["signature"]
-    assert (other["mean"], other["ci"]) != (first["mean"], first["ci"])  # the seed reaches sacrebleu
+    assert (other["mean"], other["ci"]) != (first["mean"], first["ci"])  # the seed reaches the resampling
     assert os.environ.get("SACREBLEU_SEED") == before
 
 
 def test_bootstrap_input_errors():
-    with pytest.raises(PipelineError, match="system has 1"):
-        paired_bootstrap(REFS, WORSE, ["x"])
+    metric = get_metric("sacrebleu")
+    with pytest.raises(PipelineError, match="baseline has shape"):
+        run_test("paired_bootstrap", metric, _stats(WORSE), _stats(WORSE)[:1])
     with pytest.raises(PipelineError, match="seed"):
-        paired_bootstrap(REFS, WORSE, REFS, seed=0)
+        run_test("paired_bootstrap", metric, _stats(WORSE), _stats(REFS), seed=0)
     with pytest.raises(PipelineError, match="n_samples"):
-        paired_bootstrap(REFS, WORSE, REFS, n_samples=0)
+        run_test("paired_bootstrap", metric, _stats(WORSE), _stats(REFS), n_samples=0)
 
 
 # --- tokenized (multi-bleu-style) BLEU ---------------------------------------------------------------
@@ -145,3 +152,48 @@ def test_tokenized_bleu_equals_sacrebleu_and_takes_more_references():
     assert tokenized_bleu(WORSE, REFS, WORSE)["score"] == pytest.approx(100.0)
     with pytest.raises(PipelineError, match=r"refs1 has 1"):
         tokenized_bleu(WORSE, REFS, ["x"])
+
+
+def test_bleu_takes_more_reference_streams_like_sacrebleu():
+    from sacrebleu.metrics import BLEU
+
+    second = [line.upper() for line in REFS]
+    ours = bleu(WORSE, REFS, second, lowercase=True)
+    theirs = BLEU(lowercase=True).corpus_score(WORSE, [REFS, second])
+    assert ours["score"] == theirs.score and ours["signature"].startswith("nrefs:2|case:lc")
+    assert ours == {k: v for k, v in get_metric("sacrebleu-ci").score(WORSE, [REFS, second], "en").items()
+                    if k in ours}
+    with pytest.raises(PipelineError, match="refs1 has 1"):
+        bleu(WORSE, REFS, ["x"])
+
+
+def test_tokenized_bleu_lowercase_equals_registry():
+    from pipeline.evaluate.bleu import tokenized_bleu
+
+    upper = [line.upper() for line in WORSE]
+    assert tokenized_bleu(upper, REFS)["score"] == 0.0
+    lower = tokenized_bleu(upper, REFS, lowercase=True)
+    assert lower["score"] == tokenized_bleu(WORSE, REFS)["score"] and "case:lc" in lower["signature"]
+    assert lower["score"] == get_metric("multi-bleu-ci").score(upper, [REFS], "en")["score"]
+
+
+# --- rouge.py ---------------------------------------------------------------------------------------
+
+def test_rouge_wrapper_is_the_registered_metric():
+    from pipeline.evaluate.rouge import rouge
+
+    # hyp [the cat sat here] against [a cat sat]: ROUGE-1 F 4/7, ROUGE-2 F 2/5, ROUGE-L F 4/7 (x 100)
+    got = rouge(["The cat, sat here."], ["a CAT sat"])
+    assert got == {"rouge1": pytest.approx(400 / 7), "rouge2": pytest.approx(40.0), "rougeL": pytest.approx(400 / 7)}
+    assert rouge(["a b c d"], ["d c b a"], ["a b x y z"])["rouge2"] == pytest.approx(100 * 2 / 7)  # best reference
+    with pytest.raises(PipelineError, match=r"hyps has 2, refs has 1"):
+        rouge(["a", "b"], ["a"])
+    with pytest.raises(PipelineError, match="hyps and refs are empty"):
+        rouge([], [])
+
+
+def test_meteor_reason_names_what_is_missing():
+    from pipeline.evaluate.rouge import meteor_unavailable_reason
+
+    reason = meteor_unavailable_reason()
+    assert "METEOR" in reason and "Java" in reason and "WordNet" in reason

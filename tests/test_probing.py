@@ -139,7 +139,7 @@ def test_read_task_needs_every_split_and_reads_senteval_layout(tmp_path):
 @pytest.mark.parametrize("arch", ["transformer", "recurrence"])
 def test_encoder_means_hand_computed_and_padding_free(arch):
     torch.manual_seed(0)
-    model = build_model(arch, SMALL, 20, 20)
+    model = build_model({"encoder": arch, "decoder": arch, **SMALL}, 20, 20)
     model.train()
     batch = [[5, 6, 7, 2], [8, 2], [9, 10, 11, 12, 13, 2]]
     enc, rec = encoder_means(model, [batch[:2], batch[2:]])
@@ -222,7 +222,8 @@ def vocab(corpus):
 def test_run_probing_end_to_end_deterministic_and_frozen(arch, built, vocab):
     out, _, _ = built
     torch.manual_seed(0)
-    model = build_model(arch, {**SMALL, "rec_steps": 3} if arch == "recurrence" else SMALL, len(vocab) + 4, 9)
+    spec = {"encoder": arch, "decoder": arch, **SMALL, **({"rec_steps": 3} if arch == "recurrence" else {})}
+    model = build_model(spec, len(vocab) + 4, 9)
     before = {k: v.clone() for k, v in model.state_dict().items()}
 
     def encode_lines(lines):

@@ -10,14 +10,15 @@ from pipeline.search import beam_search
 
 torch.set_num_threads(1)
 
-SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=3, dropout=0.0, ran_max_len=8)
+T = {"encoder": "transformer", "decoder": "transformer"}
+SMALL = dict(T, d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=3, dropout=0.0, ran_max_len=8)
 V = 13
 
 
 def make(seed=0, **options):
     """A seeded small transformer with the given self-attention options, in eval mode."""
     torch.manual_seed(seed)
-    return build_model("transformer", {**SMALL, **options}, V, V).eval()
+    return build_model({**SMALL, **options}, V, V).eval()
 
 
 def src_tgt():
@@ -37,7 +38,7 @@ def test_rows_sum_to_one_and_ignore_padding_and_the_future(kind):
     model = make(enc_self_attn=kind, dec_self_attn=kind)
     x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
     pad = torch.tensor([[False] * 6, [False] * 3 + [True] * 3])
-    enc_attn, dec_attn = model.encoder_layers[1].self_attn, model.decoder_layers[2].self_attn
+    enc_attn, dec_attn = model.encoder.layers[1].self_attn, model.decoder.layers[2].self_attn
     assert isinstance(enc_attn, PatternAttention) and isinstance(dec_attn, PatternAttention)
     with torch.no_grad():
         w = enc_attn.attention_weights(x, x, pad)  # [B,h,T,S]
@@ -56,11 +57,11 @@ def test_ran_rows_are_softmax_of_the_recurrent_matrices():
     model = make(enc_self_attn="ran")
     x = torch.randn(1, 5, 16)
     with torch.no_grad():
-        a = model.enc_patterns.tables()  # [L,h,M,M]
-        for i, layer in enumerate(model.encoder_layers):
+        a = model.encoder.patterns.tables()  # [L,h,M,M]
+        for i, layer in enumerate(model.encoder.layers):
             expected = torch.softmax(a[i][:, :5, :5], dim=-1)  # A[:T, :S], no padding
             assert torch.allclose(layer.self_attn.attention_weights(x, x)[0], expected, atol=1e-6)
-    assert not hasattr(model.encoder_layers[0].self_attn, "q_proj")  # no query/key projections
+    assert not hasattr(model.encoder.layers[0].self_attn, "q_proj")  # no query/key projections
 
 
 def test_hcsa_is_a_fixed_gaussian_around_the_given_centres():
@@ -74,8 +75,8 @@ def test_hcsa_is_a_fixed_gaussian_around_the_given_centres():
     dec = GaussianPatterns(2, (-1, 0))
     assert dec.logits(0, pos, pos)[1, 3].argmax().item() == 3 and dec.logits(0, pos, pos)[0, 3].argmax() == 2
     model = make(enc_self_attn="hcsa", dec_self_attn="hcsa")
-    assert sum(p.numel() for p in model.enc_patterns.parameters()) == 0  # not learnt
-    weights = model.encoder_layers[0].self_attn.attention_weights(torch.zeros(1, 5, 16), torch.zeros(1, 5, 16))
+    assert sum(p.numel() for p in model.encoder.patterns.parameters()) == 0  # not learnt
+    weights = model.encoder.layers[0].self_attn.attention_weights(torch.zeros(1, 5, 16), torch.zeros(1, 5, 16))
     gauss = torch.exp(torch.tensor([-0.5, 0.0, -0.5, -2.0, -4.5]))  # head 0 (centre i-1) at query 2
     assert torch.allclose(weights[0, 0, 2], gauss / gauss.sum(), atol=1e-6)
 
@@ -108,12 +109,13 @@ def test_transition_follows_eq_3_4_by_hand_for_two_layers():
 def test_transition_is_shared_across_heads_and_layers():
     model = make(enc_self_attn="ran", dec_self_attn="ran")
     names = [n for n, _ in model.named_parameters() if "patterns" in n]
-    assert sorted(names) == sorted(f"{side}_patterns.{p}" for side in ("enc", "dec") for p in (
+    assert sorted(names) == sorted(f"{side}.patterns.{p}" for side in ("encoder", "decoder") for p in (
         "initial", "transition.weight", "transition.bias", "norm.weight", "norm.bias"))
-    assert model.enc_patterns.initial.shape == (2, 8, 8) and model.enc_patterns.transition.weight.shape == (8, 8)
-    assert model.enc_patterns.transition is not model.dec_patterns.transition  # one module per side
+    enc = model.encoder.patterns
+    assert enc.initial.shape == (2, 8, 8) and enc.transition.weight.shape == (8, 8)
+    assert model.encoder.patterns.transition is not model.decoder.patterns.transition  # one module per side
     calls = []
-    model.enc_patterns.transition.register_forward_hook(lambda _m, inputs, _o: calls.append(inputs[0].shape))
+    model.encoder.patterns.transition.register_forward_hook(lambda _m, inputs, _o: calls.append(inputs[0].shape))
     with torch.no_grad():
         model.encode(src_tgt()[0])
     assert calls == [(2, 8, 8)] * 2  # one call per layer, all heads at once
@@ -122,28 +124,28 @@ def test_transition_is_shared_across_heads_and_layers():
 def test_plain_transition_drops_ln_and_residual():
     ln_res = make(enc_self_attn="ran")
     plain = make(enc_self_attn="ran", ran_transition="plain")
-    assert plain.enc_patterns.norm is None
+    assert plain.encoder.patterns.norm is None
     assert count_parameters(ln_res) - count_parameters(plain) == 2 * 8  # LN weight and bias over M
     with torch.no_grad():
-        p = plain.enc_patterns
+        p = plain.encoder.patterns
         expected = torch.tanh(p.transition(torch.tanh(p.transition(p.initial))))
         assert torch.allclose(p.tables()[1], expected, atol=1e-6)
-        p.load_state_dict({k: v for k, v in ln_res.enc_patterns.state_dict().items() if "norm" not in k})
-        assert (p.tables() - ln_res.enc_patterns.tables()).abs().max().item() > 1e-2
+        p.load_state_dict({k: v for k, v in ln_res.encoder.patterns.state_dict().items() if "norm" not in k})
+        assert (p.tables() - ln_res.encoder.patterns.tables()).abs().max().item() > 1e-2
 
 
 def test_fixed_initial_matrices_get_no_gradient_but_the_transition_does():
     model = make(enc_self_attn="ran", dec_self_attn="ran", ran_fixed=True).train()
-    initial = model.enc_patterns.initial.detach().clone()
+    initial = model.encoder.patterns.initial.detach().clone()
     src, tgt = src_tgt()
     model(src, tgt).logsumexp(-1).sum().backward()
-    for side in (model.enc_patterns, model.dec_patterns):
+    for side in (model.encoder.patterns, model.decoder.patterns):
         assert not side.initial.requires_grad and side.initial.grad is None
         assert side.transition.weight.grad.abs().sum() > 0
-    assert torch.equal(model.enc_patterns.initial, initial)
+    assert torch.equal(model.encoder.patterns.initial, initial)
     trained = make(enc_self_attn="ran").train()
     trained(src, tgt).logsumexp(-1).sum().backward()
-    assert trained.enc_patterns.initial.grad.abs().sum() > 0
+    assert trained.encoder.patterns.initial.grad.abs().sum() > 0
 
 
 # ---- decoding ------------------------------------------------------------------------------------------------------
@@ -154,10 +156,10 @@ def test_incremental_decoding_computes_the_matrices_once(kind):
     src, tgt = src_tgt()
     calls = []
     if kind == "ran":
-        model.dec_patterns.transition.register_forward_hook(lambda *_: calls.append(1))
+        model.decoder.patterns.transition.register_forward_hook(lambda *_: calls.append(1))
     else:
-        original = model.dec_patterns.tables
-        model.dec_patterns.tables = lambda: calls.append(1) or original()
+        original = model.decoder.patterns.tables
+        model.decoder.patterns.tables = lambda: calls.append(1) or original()
     with torch.no_grad():
         full = model(src, tgt)
         assert len(calls) == (3 if kind == "ran" else 1)
@@ -214,12 +216,12 @@ def test_training_drops_and_translation_truncates_what_does_not_fit_the_matrices
     with pytest.raises(PipelineError, match="8 positions"):
         within_length(([[5] * 9], [[6]]), 8)
     assert fit_sources([[5] * 9 + [2], [5, 2]], 8) == [[5] * 7 + [2], [5, 2]]  # EOS kept
-    recipe = Recipe.from_dict({"lr": 0.001, "warmup": 1, "max_steps": 2, "batch_tokens": 40, "seed": 1,
+    recipe = Recipe.from_dict({"lr": 0.001, "warmup": 1, "max_steps": 2, "batch_size": 40, "seed": 1,
                                "checkpoint_every": 2, "valid_every": 2})
-    meta = {"arch": "transformer", "options": {**SMALL, "enc_self_attn": "ran", "dec_self_attn": "ran"},
-            "src_vocab_size": V, "tgt_vocab_size": V}
-    summary = fit(model.train(), pairs, pairs, recipe, run_dir=tmp_path / "run", out_dir=tmp_path / "out", meta=meta,
-                  progress=False)
+    spec = {**SMALL, "enc_self_attn": "ran", "dec_self_attn": "ran"}
+    meta = {"model": spec, "src_vocab_size": V, "tgt_vocab_size": V}
+    summary = fit(model.train(), pairs, pairs, recipe, run_dir=tmp_path / "run", out_dir=tmp_path / "out",
+                  curves_dir=tmp_path / "curves", meta=meta, progress=False)
     assert summary["dropped_too_long"] == {"train": 1, "valid": 1, "limit": 8}
 
 
@@ -249,17 +251,20 @@ def test_positions_can_be_dropped_per_side():
 # ---- parameters and options ----------------------------------------------------------------------------------------
 
 def test_paper_scale_ran_all_saves_the_qk_projections_minus_the_matrices():
+    """zeng2021 3.1: Transformer Base, one joint 40K vocabulary shared by all three tables (En-De, En-Fr)."""
     d, heads, layers, m = 512, 8, 6, 256
+    base = {**T, "share_embeddings": True}
     with torch.device("meta"):
-        transf = build_model("transformer", {}, 32000, 32000)
-        ran_all = build_model("transformer", {"enc_self_attn": "ran", "dec_self_attn": "ran"}, 32000, 32000)
-        ran_e = build_model("transformer", {"enc_self_attn": "ran"}, 32000, 32000)
+        transf = build_model(base, 40000, 40000)
+        ran_all = build_model({**base, "enc_self_attn": "ran", "dec_self_attn": "ran"}, 40000, 40000)
+        ran_e = build_model({**base, "enc_self_attn": "ran"}, 40000, 40000)
     qk = 2 * (d * d + d)  # query and key projections of one self-attention layer
     per_side = heads * m * m + m * m + m + 2 * m  # A_0, W, b, LN
     expected = (layers + layers) * qk - 2 * per_side
     assert expected == 5_122_560
     assert count_parameters(transf) - count_parameters(ran_all) == expected
     assert count_parameters(transf) - count_parameters(ran_e) == layers * qk - per_side
+    assert count_parameters(transf) == 44_138_496 + 40000 * d  # one table; hao2019's formula in test_models
 
 
 def test_small_synr_and_hcsa_parameter_counts():
@@ -282,8 +287,48 @@ def test_small_synr_and_hcsa_parameter_counts():
 ])
 def test_option_errors_name_the_key(options, words):
     with pytest.raises(PipelineError) as info:
-        build_model("transformer", {**SMALL, **options}, V, V)
+        build_model({**SMALL, **options}, V, V)
     assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def _dropouts(model):
+    """Dropout probability of every attention module: {(side, layer, "self" | "cross"): p}."""
+    out = {}
+    for side, part in (("enc", model.encoder), ("dec", model.decoder)):
+        for i, layer in enumerate(part.layers):
+            out[side, i, "self"] = layer.self_attn.dropout.p
+            if hasattr(layer, "cross_attn"):
+                out[side, i, "cross"] = layer.cross_attn.dropout.p
+    return out
+
+
+@pytest.mark.parametrize("options,scope,ran,other", [
+    # lemon0830/RAN passes one --attention-dropout to every attention module, self and cross, of any type
+    ({"enc_self_attn": "ran"}, "all", 0.2, 0.2),  # RAN-E: the dot-product decoder too
+    ({"dec_self_attn": "ran"}, "all", 0.2, 0.2),
+    ({"enc_self_attn": "hcsa", "dec_self_attn": "hcsa"}, "all", 0.2, 0.2),
+    ({"enc_self_attn": "ran"}, "patterns", 0.2, 0.05),  # only the pattern self-attention; others attention_dropout
+    ({}, "all", None, 0.05),  # TransF: no patterns, ran_attention_dropout unused
+])
+def test_ran_attention_dropout_reaches_the_modules_its_scope_names(options, scope, ran, other):
+    model = make(attention_dropout=0.05, ran_attention_dropout=0.2, ran_attention_dropout_scope=scope, **options)
+    kinds = {"enc": model.spec.encoder_options.enc_self_attn, "dec": model.spec.decoder_options.dec_self_attn}
+    for (side, _, what), p in _dropouts(model).items():
+        is_pattern = what == "self" and kinds[side] != "dot"
+        assert p == (ran if is_pattern else other), (side, what, p)
+
+
+def test_attention_dropout_acts_on_the_cross_attention_in_training():
+    src, tgt = src_tgt()
+    for scope, changes in (("all", True), ("patterns", False)):
+        model = make(enc_self_attn="ran", ran_attention_dropout=0.5, ran_attention_dropout_scope=scope).train()
+        with torch.no_grad():
+            memory = model.encode(src)  # the same memory for both calls: only the decoder's dropout differs
+            torch.manual_seed(0)
+            first = model.decoder(model.tgt_embed(tgt), memory)
+            torch.manual_seed(1)
+            second = model.decoder(model.tgt_embed(tgt), memory)
+        assert ((first - second).abs().max().item() > 1e-4) == changes, scope
 
 
 def test_init_from_a_baseline_leaves_only_the_patterns_fresh():
@@ -291,5 +336,6 @@ def test_init_from_a_baseline_leaves_only_the_patterns_fresh():
     baseline = make(seed=1)
     model = make(seed=2, enc_self_attn="ran", dec_self_attn="ran")
     fresh = init_from(model, baseline.state_dict())
-    assert fresh and all("_patterns." in n for n in fresh)
-    assert torch.equal(model.encoder_layers[0].self_attn.v_proj.weight, baseline.encoder_layers[0].self_attn.v_proj.weight)
+    assert fresh and all(".patterns." in n for n in fresh)
+    v_proj = model.encoder.layers[0].self_attn.v_proj.weight
+    assert torch.equal(v_proj, baseline.encoder.layers[0].self_attn.v_proj.weight)

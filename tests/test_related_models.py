@@ -7,34 +7,32 @@ import pytest
 import torch
 
 from pipeline.errors import PipelineError
-from pipeline.models import build_model, count_parameters, init_from
+from pipeline.models import build_model, count_parameters, init_from, validate_model
 from pipeline.models.layers import MultiHeadAttention, RelativePositions
-from pipeline.models.multicolumn import MultiColumnTransformer
-from pipeline.models.options import validate_options
-from test_models import SMALL, V_SRC, V_TGT, batch, transformer_formula
+from pipeline.models.multicolumn import MultiColumnEncoder
+from test_models import MC, SMALL, V_SRC, V_TGT, R, T, batch, transformer_formula
 
 torch.set_num_threads(1)
 
 K = 4  # clipping distance of the small models: shorter than the longest source (7) and target (6)
 VARIANTS = {
-    "relpos": ("transformer", {"rel_pos_k": K}),
-    "disan": ("transformer", {"disan": True}),
-    "relpos-disan": ("transformer", {"rel_pos_k": K, "disan": True}),
-    "multicolumn": ("multicolumn", {"rnn_layers": 2}),
-    "biarn-relpos": ("recurrence", {"rel_pos_k": K, "rec_steps": 3}),
+    "relpos": {**T, "rel_pos_k": K},
+    "disan": {**T, "disan": True},
+    "relpos-disan": {**T, "rel_pos_k": K, "disan": True},
+    "multicolumn": {**MC, "rnn_layers": 2},
+    "biarn-relpos": {**R, "rel_pos_k": K, "rec_steps": 3},
 }
 
 
 def make(name, seed=0, **override):
     """A seeded small model of a variant, in eval mode."""
-    arch, extra = VARIANTS[name]
     torch.manual_seed(seed)
-    return build_model(arch, {**SMALL, **extra, **override}, V_SRC, V_TGT).eval()
+    return build_model({**SMALL, **VARIANTS[name], **override}, V_SRC, V_TGT).eval()
 
 
 def baseline(seed=1):
     torch.manual_seed(seed)
-    return build_model("transformer", SMALL, V_SRC, V_TGT).eval()
+    return build_model({**SMALL, **T}, V_SRC, V_TGT).eval()
 
 
 
@@ -134,7 +132,7 @@ def test_relative_tables_are_unique_per_layer_and_head():
     model = make("relpos")
     tables = [m.rel_pos for m in model.modules() if isinstance(m, MultiHeadAttention) and m.rel_pos is not None]
     assert len(tables) == 4  # encoder and decoder self-attention of both layers; not the encoder attention
-    assert all(m.cross_attn.rel_pos is None for m in model.decoder_layers)
+    assert all(m.cross_attn.rel_pos is None for m in model.decoder.layers)
     assert [t.key_table.shape[0] for t in tables] == [2 * K + 1] * 2 + [K + 1] * 2
     assert len({t.key_table.data_ptr() for t in tables}) == 4
     a_k, _ = tables[0].edges(torch.tensor([0]), torch.tensor([1]))
@@ -148,8 +146,8 @@ def test_disan_heads_attend_only_forward_or_backward():
     src, _ = batch()
     pad = src.eq(0)
     with torch.no_grad():
-        h = model.embed(model.src_embed, src)
-        for layer in model.encoder_layers:
+        h = model.encoder.embed(model.src_embed(src))
+        for layer in model.encoder.layers:
             w = layer.self_attn.attention_weights(h, h, pad)  # [B,h,S,S]
             w = w.masked_fill(pad[:, None, :, None], 0)  # rows of padding queries are never read
             later = torch.ones(7, 7, dtype=torch.bool).triu(1)
@@ -160,10 +158,10 @@ def test_disan_heads_attend_only_forward_or_backward():
             allowed = real & torch.stack([~later, ~later.T])[None]  # heads 0 and 1
             assert (w[allowed] > 0).all()
             h = layer(h, pad)
-        plain = baseline(seed=0).encoder_layers[0].self_attn
+        plain = baseline(seed=0).encoder.layers[0].self_attn
         w = plain.attention_weights(h, h, pad)
         assert w[(real & later).expand_as(w)].min() > 0  # without the option every head looks both ways
-    assert not any(layer.self_attn.directional for layer in model.decoder_layers)
+    assert not any(layer.self_attn.directional for layer in model.decoder.layers)
 
 
 @pytest.mark.parametrize("head,sees", [(0, "earlier"), (1, "later")])
@@ -185,31 +183,32 @@ def test_disan_head_output_depends_only_on_its_direction(head, sees):
 
 def test_multicolumn_memory_combines_both_columns_with_prenorm_rnn_layers():
     model = make("multicolumn")
-    assert isinstance(model, MultiColumnTransformer) and len(model.rnn_encoder.layers) == 2
+    column = model.encoder
+    assert isinstance(column, MultiColumnEncoder) and len(column.rnn.layers) == 2
     src, _ = batch()
     pad = src.eq(0)
     with torch.no_grad():
-        x = model.embed(model.src_embed, src)
+        x = column.embed(model.src_embed(src))
         san = x
-        for layer in model.encoder_layers:
+        for layer in column.layers:
             san = layer(san, pad)
         h = x
-        for layer in model.rnn_encoder.layers:
+        for layer in column.rnn.layers:
             r = layer.recurrence(layer.rnn_norm(h), pad)
             h = h + layer.proj(r)  # pre-norm, residual
             h = h + layer.ffn(layer.ffn_norm(h))
-        rnn = model.rnn_encoder.final_norm(h)
-        expected = model.combine(torch.cat([san, rnn], -1))
+        rnn = column.rnn.final_norm(h)
+        expected = column.combine(torch.cat([san, rnn], -1))
         assert (model.encode(src)["enc"] - expected).abs().max().item() < 1e-6
-        r = model.rnn_encoder.layers[0].recurrence(x, pad)  # [B,S,2d]
+        r = column.rnn.layers[0].recurrence(x, pad)  # [B,S,2d]
         assert r.shape == (3, 7, 32) and r[pad].abs().max() == 0  # padding never enters
-        prefix = model.rnn_encoder.layers[0].recurrence(x[2:, :3], pad[2:, :3])  # the first 3 of 7 tokens
+        prefix = column.rnn.layers[0].recurrence(x[2:, :3], pad[2:, :3])  # the first 3 of 7 tokens
         assert (prefix[0, :, :16] - r[2, :3, :16]).abs().max().item() < 1e-6  # forward GRU: left context only
         assert (prefix[0, :, 16:] - r[2, :3, 16:]).abs().max().item() > 1e-3  # backward GRU: right context
 
 
 def _multicolumn_new(name):
-    return name.startswith("rnn_encoder.") or name.startswith("combine.")
+    return name.startswith("encoder.rnn.") or name.startswith("encoder.combine.")
 
 
 @pytest.mark.parametrize("name,is_new", [
@@ -232,30 +231,32 @@ def test_init_from_baseline_leaves_only_the_additions_fresh(name, is_new):
 
 # ---- validation ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("arch,options,words", [
-    ("transformer", {"disan": True, "heads": 1}, ["'heads'", "even", "'disan'", "got 1"]),
-    ("transformer", {"disan": True, "d_model": 18, "heads": 3}, ["'heads'", "even", "'disan'", "got 3"]),
-    ("transformer", {"disan": "yes"}, ["'disan'", "expected bool"]),
-    ("transformer", {"rel_pos_k": -1}, ["'rel_pos_k'", ">= 0", "-1"]),
-    ("transformer", {"rel_pos_k": 2.0}, ["'rel_pos_k'", "expected int"]),
-    ("transformer", {"rnn_layers": 2}, ["'rnn_layers'", "transformer"]),
-    ("multicolumn", {"rnn_layers": 0}, ["'rnn_layers'", "positive"]),
-    ("multicolumn", {"rnn_layer": 2}, ["'rnn_layer'", "did you mean 'rnn_layers'"]),
-    ("recurrence", {"rel_pos_k": -2}, ["'rel_pos_k'", ">= 0"]),
+@pytest.mark.parametrize("spec,options,words", [
+    (T, {"disan": True, "heads": 1}, ["'heads'", "even", "'disan'", "got 1"]),
+    (T, {"disan": True, "d_model": 18, "heads": 3}, ["'heads'", "even", "'disan'", "got 3"]),
+    (T, {"disan": "yes"}, ["'disan'", "expected bool"]),
+    (T, {"rel_pos_k": -1}, ["'rel_pos_k'", ">= 0", "-1"]),
+    (T, {"rel_pos_k": 2.0}, ["'rel_pos_k'", "expected int"]),
+    (T, {"rnn_layers": 2}, ["'rnn_layers'", "encoder 'transformer'"]),
+    (MC, {"rnn_layers": 0}, ["'rnn_layers'", "positive"]),
+    (MC, {"rnn_layer": 2}, ["'rnn_layer'", "did you mean 'rnn_layers'"]),
+    (R, {"rel_pos_k": -2}, ["'rel_pos_k'", ">= 0"]),
 ])
-def test_option_errors_name_the_key(arch, options, words):
-    for check in (lambda: validate_options(arch, {**SMALL, **options}),
-                  lambda: build_model(arch, {**SMALL, **options}, V_SRC, V_TGT)):
+def test_option_errors_name_the_key(spec, options, words):
+    for check in (lambda: validate_model({**SMALL, **spec, **options}),
+                  lambda: build_model({**SMALL, **spec, **options}, V_SRC, V_TGT)):
         with pytest.raises(PipelineError) as info:
             check()
         assert all(w in str(info.value) for w in words), str(info.value)
 
 
 def test_options_default_off_and_typed():
-    o = validate_options("multicolumn", {"rel_pos_k": 16, "disan": True})
+    spec = validate_model({**MC, "rel_pos_k": 16, "disan": True})
+    o = spec.encoder_options
     assert (o.rel_pos_k, o.disan, o.rnn_layers, o.heads) == (16, True, 6, 8)
-    plain = validate_options("transformer", {})
-    assert (plain.rel_pos_k, plain.disan) == (0, False)
+    assert spec.decoder_options.rel_pos_k == 16 and not hasattr(spec.decoder_options, "disan")  # encoder only
+    enc, dec = validate_model(T).encoder_options, validate_model(T).decoder_options
+    assert (enc.rel_pos_k, enc.disan, dec.rel_pos_k) == (0, False, 0)
 
 
 # ---- parameter counts ----------------------------------------------------------------------------------------------
@@ -281,16 +282,18 @@ def test_small_parameter_counts(name, added):
     assert count_parameters(make(name)) == transformer_formula(16, 24, 2, 2, V_SRC, V_TGT) + added
 
 
-@pytest.mark.parametrize("arch,options,added", [
-    ("transformer", {"rel_pos_k": 16}, 307_200),
-    ("transformer", {"disan": True}, 0),
-    ("multicolumn", {}, 35_196_416),
+@pytest.mark.parametrize("spec,added", [
+    ({**T, "rel_pos_k": 16}, 307_200),
+    ({**T, "disan": True}, 0),
+    (MC, 35_196_416),
 ])
-def test_paper_base_parameter_additions(arch, options, added):
-    """Transformer-Base (d=512, 8 heads, 6+6 layers) with hao2019 5.3's settings: k=16, six RNN layers."""
+def test_paper_base_parameter_additions(spec, added):
+    """Transformer-Base (d=512, 8 heads, 6+6 layers) with hao2019 5.3's settings: k=16, six RNN layers; three
+    untied embedding tables on both sides of the difference (hao2019's presets)."""
     with torch.device("meta"):
-        base = build_model("transformer", {}, 32000, 32000)
-        ours = build_model(arch, options, 32000, 32000)
+        base = build_model(T, 32000, 32000)
+        ours = build_model(spec, 32000, 32000)
+    assert count_parameters(base) == transformer_formula(512, 2048, 6, 6, 32000, 32000)
     assert count_parameters(ours) - count_parameters(base) == added
-    assert added == (relpos_formula(512, 16, 6, 6) if "rel_pos_k" in options
-                     else multicolumn_formula(512, 2048, 6) if arch == "multicolumn" else 0)
+    assert added == (relpos_formula(512, 16, 6, 6) if "rel_pos_k" in spec
+                     else multicolumn_formula(512, 2048, 6) if spec["encoder"] == "multicolumn" else 0)

@@ -1,134 +1,98 @@
-"""hao2019 Table 3: transcribed paper numbers, layout, marks and the generic Table renderings."""
+"""Shared report code: the layout registry, the generic Table, transcribed-cell checks, format helpers, and no
+paper named in shared code."""
+import sys
+from pathlib import Path
+
 import pytest
+import yaml
 
 from pipeline.errors import PipelineError
-from pipeline.report.hao2019 import format_params, significance_mark, table3
-from pipeline.report.reported import HAO2019_TABLE3, REPORTED, Cell, reported
+from pipeline.report import layouts
+from pipeline.report.format import (check_cells, check_facts, check_significance, format_params, mark, pair_label,
+                                    per_column, signature_text, splits_text, standin_lines, stat_test_text)
+from pipeline.report.layouts import LAYOUTS, build, load_papers, register_layout
+from pipeline.report.reported import NA, Cell, ReportedTable, Row, pick
 from pipeline.report.table import Table, write_table
 
-OURS = {
-    "base": {
-        "zh-en": {"bleu": 21.234, "params": 107_912_345, "p_value": None, "baseline_params": None},
-        "en-de": {"bleu": 26.5, "params": 88_012_000},
-    },
-    "base+biarn": {
-        "zh-en": {"bleu": 22.01, "params": 117_312_345, "p_value": 0.001, "baseline_params": 107_912_345},
-        "en-de": {"bleu": 26.9, "params": 97_412_000, "p_value": 0.03, "baseline_params": 88_012_000},
-    },
-    "big+biarn": {
-        "en-de": {"bleu": 27.456, "params": 333_500_000, "p_value": 0.2, "baseline_params": 264_100_000},
-    },
-}
-FOOTER = {
-    "scale": "tiny",
-    "corpora": {"zh-en": "toy-zh", "en-de": "toy-de"},
-    "test_sets": {"zh-en": "toy-zh test", "en-de": "toy-de test"},
-    "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
-    "significance": {"n_samples": 1000, "seed": 12345},
-}
-
-EXPECTED_TSV = "\n".join([
-    "\t".join(["System", "Architecture",
-               "Zh-En #Para. (paper)", "Zh-En #Para. (ours)", "Zh-En BLEU (paper)", "Zh-En BLEU (ours)",
-               "En-De #Para. (paper)", "En-De #Para. (ours)", "En-De BLEU (paper)", "En-De BLEU (ours)"]),
-    "\t".join(["Vaswani et al., 2017", "Transformer-Base", "n/a", "", "n/a", "", "65M", "", "27.3", ""]),
-    "\t".join(["Vaswani et al., 2017", "Transformer-Big", "n/a", "", "n/a", "", "213M", "", "28.4", ""]),
-    "\t".join(["Hassan et al., 2018", "Transformer-Big", "n/a", "", "24.2", "", "n/a", "", "n/a", ""]),
-    "\t".join(["Chen et al., 2018", "RNMT + SAN Encoder", "n/a", "", "n/a", "", "n/a", "", "28.84", ""]),
-    "\t".join(["this work", "Transformer-Base", "107.9M", "107.9M", "24.13", "21.23",
-               "88.0M", "88.0M", "27.31", "26.50"]),
-    "\t".join(["this work", "+ 1-Layer BiARN", "+9.4M", "+9.4M", "24.70⇑", "22.01⇑",
-               "+9.4M", "+9.4M", "28.21⇑", "26.90↑"]),
-    "\t".join(["this work", "Transformer-Big", "303.9M", "", "24.56", "", "264.1M", "", "28.58", ""]),
-    "\t".join(["this work", "+ 1-Layer BiARN", "+69.4M", "", "25.10⇑", "", "+69.4M", "+69.4M", "28.98↑", "27.46"]),
-    "# paper: Hao et al. (2019), Table 3; (paper) columns as printed there, (ours) columns from this run",
-    "# scale: tiny",
-    "# corpora: Zh-En: toy-zh; En-De: toy-de",
-    "# test sets: Zh-En: toy-zh test; En-De: toy-de test",
-    "# BLEU (ours): nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
-    "# significance (ours): paired bootstrap resampling against the same-size Transformer baseline, "
-    "1000 samples, seed 12345; ⇑ p < 0.01, ↑ p < 0.05",
-    "# #Para.: proposed rows show the increase over their baseline, as the paper prints them",
-]) + "\n"
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS = ("hao2019", "zeng2021")
 
 
-def test_table3_exact_tsv():
-    assert table3(OURS, FOOTER).to_tsv() == EXPECTED_TSV
+def layout_names(paper: str) -> list[str]:
+    """Every layout a paper's params file names (its tables and figures; `layout:` overrides the name)."""
+    spec = yaml.safe_load((ROOT / "params" / f"{paper}.yaml").read_text(encoding="utf-8"))
+    return [table.get("layout", name) for group in ("tables", "figures")
+            for name, table in (spec.get(group) or {}).items()]
 
 
-def test_table3_without_our_results_keeps_paper_columns():
-    rows = table3({}, FOOTER).rows
-    assert len(rows) == 8
-    assert rows[5] == ["this work", "+ 1-Layer BiARN", "+9.4M", "", "24.70⇑", "", "+9.4M", "", "28.21⇑", ""]
+# ------------------------------------------------------------------ registry
+@pytest.mark.parametrize("paper", PAPERS)
+def test_registry_finds_every_layout_named_in_the_params_files(paper):
+    names = layout_names(paper)
+    assert len(names) >= 7
+    known = load_papers()
+    missing = [name for name in names if name not in known]
+    assert not missing, f"no layout registered for {missing}"
+    figures = set((yaml.safe_load((ROOT / "params" / f"{paper}.yaml").read_text(encoding="utf-8"))
+                   .get("figures") or {}))
+    assert {name for name in names if known[name].figure} == figures  # figures draw, tables do not
 
 
-def test_reported_numbers_equal_the_paper():
-    t = reported("hao2019", "table3")
-    assert t is REPORTED["hao2019"]["table3"] is HAO2019_TABLE3
-    assert [r.row_id for r in t.rows] == ["vaswani2017-base", "vaswani2017-big", "hassan2018-big",
-                                          "chen2018-rnmt-san", "base", "base+biarn", "big", "big+biarn"]
-    assert t.row("vaswani2017-base").cells["en-de"] == Cell("65M", "27.3")
-    assert t.row("vaswani2017-big").cells["en-de"].params_millions == 213.0
-    assert t.row("hassan2018-big").cells["zh-en"].bleu_value == 24.2
-    assert t.row("chen2018-rnmt-san").cells["en-de"].bleu_value == 28.84
-    assert t.row("base").cells["zh-en"].params_millions == 107.9
-    assert t.row("base").cells["en-de"].bleu == "27.31"
-    assert t.row("base+biarn").cells["zh-en"] == Cell("+9.4M", "24.70", "⇑")
-    assert t.row("base+biarn").cells["en-de"].bleu_value == 28.21
-    assert t.row("big").cells["zh-en"] == Cell("303.9M", "24.56")
-    assert t.row("big").cells["en-de"] == Cell("264.1M", "28.58")
-    assert t.row("big+biarn").cells["zh-en"] == Cell("+69.4M", "25.10", "⇑")
-    assert t.row("big+biarn").cells["en-de"] == Cell("+69.4M", "28.98", "↑")
-    assert t.row("big+biarn").cells["en-de"].params_relative
-    assert t.row("vaswani2017-base").cells["zh-en"] == Cell(None, None)
+def test_unknown_layout_name_errors_and_lists_the_known_ones():
+    with pytest.raises(PipelineError, match=r"layout 'hao2019-table9': unknown; known layouts: .*hao2019-fig5.*"
+                                            r"zeng2021-table4"):
+        build("hao2019-table9", {}, {})
 
 
-def test_marks_and_param_formats():
-    assert [significance_mark(p) for p in (0.001, 0.0099, 0.01, 0.03, 0.0499, 0.05, 0.2, None)] == \
-        ["⇑", "⇑", "↑", "↑", "↑", "", "", ""]
-    assert format_params(107_912_345) == "107.9M"
-    assert format_params(117_312_345, 107_912_345) == "+9.4M"
-    assert format_params(1_031_500, 1_000_000) == "+31.5K"
-    assert format_params(None) == ""
+def test_importing_the_papers_registers_every_paper_package():
+    load_papers()
+    assert {"pipeline.papers.hao2019.layouts", "pipeline.papers.zeng2021.layouts"} <= set(sys.modules)
+    assert LAYOUTS["hao2019-table3"].function.__module__ == "pipeline.papers.hao2019.layouts"
+    assert LAYOUTS["zeng2021-fig8"].function.__module__ == "pipeline.papers.zeng2021.layouts"
 
 
-@pytest.mark.parametrize("ours,key", [
-    ({"huge": {}}, "ours.huge"),
-    ({"base": {"fr-en": {"bleu": 1.0}}}, "ours.base.fr-en"),
-    ({"base": {"zh-en": {"params": 5}}}, "ours.base.zh-en"),
-    ({"base": {"zh-en": {"bleu": "high"}}}, "ours.base.zh-en.bleu"),
-    ({"base": {"zh-en": {"bleu": 1.0, "p_value": 1.5}}}, "ours.base.zh-en.p_value"),
-])
-def test_bad_ours_names_the_key(ours, key):
-    with pytest.raises(PipelineError, match=key.replace("+", r"\+").replace(".", r"\.")):
-        table3(ours, FOOTER)
+def test_register_layout_table_and_figure_contracts(monkeypatch):
+    monkeypatch.setattr(layouts, "LAYOUTS", dict(layouts.LAYOUTS))
+
+    @register_layout("toy-table1")
+    def table1(cells, facts):
+        return Table("T", ["row", "bleu"], [[r, f"{c['x']['bleu']:.1f}"] for r, c in cells.items()],
+                     [f"scale: {facts['scale']}"])
+
+    table, figure = build("toy-table1", {"a": {"x": {"bleu": 1.25}}}, {"scale": "tiny"})
+    assert figure is None and table.rows == [["a", "1.2"]] and table.footer == ["scale: tiny"]
+
+    @register_layout("toy-fig1", figure=True)
+    def fig1(cells, facts):
+        return Table("T", ["a"])  # a figure layout that forgot its figure
+
+    with pytest.raises(PipelineError, match=r"layout 'toy-fig1': expected a \(Table, Figure\) pair"):
+        build("toy-fig1", {}, {})
+
+    def other(cells, facts):
+        return Table("T", ["a"])
+
+    with pytest.raises(PipelineError, match="layout 'toy-table1': registered by .*table1 and by .*other"):
+        register_layout("toy-table1")(other)
+    register_layout("toy-table1")(table1)  # the same function again (a re-import) is fine
 
 
-def test_footer_per_pair_values():
-    footer = {**FOOTER, "corpora": {"en-de": "toy-de"},
-              "bleu_signature": {"zh-en": "tok:13a", "en-de": "tok:13a"}}
-    lines = table3({}, footer).footer
-    assert "corpora: En-De: toy-de" in lines
-    assert "BLEU (ours): tok:13a" in lines  # identical signatures shown once
-    footer["bleu_signature"] = {"zh-en": "tok:zh", "en-de": "tok:13a"}
-    assert "BLEU (ours): Zh-En: tok:zh; En-De: tok:13a" in table3({}, footer).footer
-    with pytest.raises(PipelineError, match="footer.corpora"):
-        table3({}, {**FOOTER, "corpora": {"fr-en": "x"}})
+# ------------------------------------------------------------------ no paper in shared code
+SHARED = sorted(p for d in ("pipeline/report", "pipeline/evaluate") for p in (ROOT / d).glob("*.py"))
 
 
-def test_missing_footer_key_is_named():
-    footer = {k: v for k, v in FOOTER.items() if k != "test_sets"}
-    with pytest.raises(PipelineError, match="footer.test_sets"):
-        table3(OURS, footer)
+@pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shared_code_names_no_paper(path):
+    text = path.read_text(encoding="utf-8").lower()
+    found = [paper for paper in PAPERS if paper in text]
+    assert not found, f"{path.relative_to(ROOT)} names {found}; paper-specific code belongs in pipeline/papers/"
 
 
-def test_reported_cell_rejects_typos():
-    with pytest.raises(PipelineError, match="params"):
-        Cell("9.4 M", "24.70")
-    with pytest.raises(PipelineError, match="mark"):
-        Cell("+9.4M", "24.70", "*")
+def test_shared_code_list_is_not_empty():
+    assert {"layouts.py", "reported.py", "format.py", "length.py"} <= {p.name for p in SHARED}
 
 
+# ------------------------------------------------------------------ generic Table
 def test_generic_table_tsv_markdown_and_write(tmp_path):
     table = Table("T", ["a", "b|c"], [["1", "x|y"], ["2", ""]], ["sig: p|q", "seed 1"])
     assert table.to_tsv() == "a\tb|c\n1\tx|y\n2\t\n# sig: p|q\n# seed 1\n"
@@ -146,10 +110,95 @@ def test_generic_table_rejects_ragged_rows_and_tabs():
         Table("T", ["a", "b"], [["1", "x\ty"]])
 
 
-def test_registry_holds_every_hao2019_table_and_new_cell_fields_default_to_none():
-    assert list(REPORTED["hao2019"]) == ["table1", "table2", "table3", "table4", "table5", "fig5"]
-    cell = HAO2019_TABLE3.row("base").cells["en-de"]
-    assert (cell.speed, cell.probing, cell.speed_value, cell.probing_value("WC")) == (None, None, None, None)
-    assert HAO2019_TABLE3.row("base").setting == ""
-    with pytest.raises(PipelineError, match="no reported 'table6'; known: table1, table2, table3"):
-        reported("hao2019", "table6")
+# ------------------------------------------------------------------ transcribed cells
+def test_reported_cell_rejects_typos():
+    with pytest.raises(PipelineError, match="params"):
+        Cell("9.4 M", "24.70")
+    with pytest.raises(PipelineError, match="mark"):
+        Cell("+9.4M", "24.70", "*")
+    with pytest.raises(PipelineError, match="speed"):
+        Cell(speed="1.2x")
+    with pytest.raises(PipelineError, match="probing SeLen"):
+        Cell(probing={"SeLen": "90"})
+    assert Cell(probing={"AnyTask": "90.00"}).probing_value("AnyTask") == 90.0  # task names: the paper's check
+
+
+def test_reported_table_lookups():
+    table = ReportedTable("toy", "t1", "d", ("en-de",), (Row("a", "g", "S", "A", {"en-de": Cell("+1.5M", "2.50")}),))
+    assert table.row("a").cells["en-de"].params_millions == 1.5 and table.row("a").cells["en-de"].params_relative
+    assert NA == Cell(None, None) and NA.bleu_value is None
+    with pytest.raises(PipelineError, match="toy t1: no row 'b'; rows are a"):
+        table.row("b")
+    assert pick({"t1": table}, "toy", "t1") is table
+    with pytest.raises(PipelineError, match="toy: no reported 't2'; known: t1"):
+        pick({"t1": table}, "toy", "t2")
+
+
+# ------------------------------------------------------------------ format helpers
+FACTS = {"scale": "tiny", "corpora": {"en-de": "l10n-en-de", "dialogue": "standin-dialogue"},
+         "corpus_descriptions": {"en-de": "catalogues", "dialogue": "next string of a catalogue"},
+         "test_sets": {"en-de": "test", "dialogue": "test"},
+         "signatures": {"bleu": {"en-de": "tok:13a"}},
+         "significance": {"value": "bleu", "test": "paired_bootstrap", "n_samples": 1000, "seed": 7}}
+
+
+def test_param_formats_and_labels():
+    assert format_params(107_912_345) == "107.9M"
+    assert format_params(117_312_345, 107_912_345) == "+9.4M"
+    assert format_params(1_031_500, 1_000_000) == "+31.5K"
+    assert format_params(1_000_000, 1_000_000) == "+0.0K"  # a control row against its baseline
+    assert format_params(None) == ""
+    assert pair_label("zh-en") == "Zh-En"
+
+
+def test_footer_helpers():
+    assert per_column({"zh-en": "a", "en-de": "b"}, ("zh-en", "en-de")) == "Zh-En: a; En-De: b"
+    assert per_column({"zh-en": "a", "en-de": "a"}, ("zh-en", "en-de"), collapse=True) == "a"
+    assert per_column({}, ("en-de",)) == "n/a"
+    assert splits_text(FACTS, ("en-de",)) == "En-De: the test split of l10n-en-de"
+    assert signature_text(FACTS, "bleu", ("en-de",)) == "tok:13a"
+    assert signature_text(FACTS, "bleu", ("dialogue",)) == "no results yet"
+    assert stat_test_text(FACTS) == "paired bootstrap resampling, 1000 samples, seed 7"
+    assert standin_lines(FACTS, ("en-de",)) == []
+    lines = standin_lines(FACTS, ("en-de", "dialogue"), str.capitalize)
+    assert lines[0].startswith("STAND-IN: ours are not on the paper's data")
+    assert lines[1] == "STAND-IN (Dialogue): standin-dialogue: next string of a catalogue"
+
+
+@pytest.mark.parametrize("facts,message", [
+    ({k: v for k, v in FACTS.items() if k != "scale"}, r"facts\.scale: missing"),
+    ({**FACTS, "corpora": ["l10n-en-de"]}, r"facts\.corpora: expected a dict column -> text"),
+    ({**FACTS, "signatures": {"bleu": "tok:13a"}}, r"facts\.signatures: expected a dict value name -> column"),
+    ({**FACTS, "significance": {"n_samples": 10}}, r"facts\.significance: expected None or a dict with value, test"),
+])
+def test_bad_facts_name_the_key(facts, message):
+    with pytest.raises(PipelineError, match=message):
+        check_facts(facts, ("scale", "corpora"))
+
+
+@pytest.mark.parametrize("cell,message", [
+    ({"bleu": 1.0, "p_value": 0.5}, r"cells\.a\.en-de\.delta: missing"),
+    ({"bleu": 1.0, "p_value": 1.5, "delta": 0.1, "baseline": {}}, r"cells\.a\.en-de\.p_value: expected a prob"),
+    ({"bleu": 1.0, "p_value": 0.5, "delta": "up", "baseline": {}}, r"cells\.a\.en-de\.delta: expected float"),
+    ({"bleu": 1.0, "p_value": 0.5, "delta": 0.1, "baseline": 3}, r"cells\.a\.en-de\.baseline: expected a dict"),
+    ({"bleu": 1.0, "system": ""}, r"cells\.a\.en-de\.system: expected the system's name"),
+])
+def test_bad_significance_fields_name_the_key(cell, message):
+    with pytest.raises(PipelineError, match=message):
+        check_cells({"a": {"en-de": cell}}, ("a",), ("en-de",), lambda c, where, col: check_significance(c, where))
+
+
+def test_cells_rows_and_columns_are_checked():
+    with pytest.raises(PipelineError, match=r"cells\.b: unknown row; expected one of a"):
+        check_cells({"b": {}}, ("a",), ("en-de",), lambda *args: None)
+    with pytest.raises(PipelineError, match=r"cells\.a\.fr-en: unknown column; expected one of en-de"):
+        check_cells({"a": {"fr-en": {}}}, ("a",), ("en-de",), lambda *args: None)
+
+
+def test_marks_are_direction_aware():
+    thresholds = [(0.01, "⇑"), (0.05, "↑")]
+    assert mark({"p_value": 0.001, "delta": 0.5}, thresholds) == "⇑"
+    assert mark({"p_value": 0.03, "delta": 0.5}, thresholds) == "↑"
+    assert mark({"p_value": 0.001, "delta": -0.5}, thresholds) == ""  # significantly worse: no mark
+    assert mark({"p_value": 0.2, "delta": 0.5}, thresholds) == ""
+    assert mark({"bleu": 1.0}, thresholds) == "" and mark(None, thresholds) == ""

@@ -1,4 +1,5 @@
-"""zeng2021 Tables 1-4 and Figures 3-8: transcribed numbers, exact layouts, checks, deterministic figures."""
+"""zeng2021 Tables 1-4 and Figures 3-8: transcribed numbers, exact layouts from the generic cells and facts,
+direction-aware daggers, checks, deterministic figures."""
 import hashlib
 
 import numpy as np
@@ -6,29 +7,42 @@ import pytest
 from matplotlib.image import imread
 
 from pipeline.errors import PipelineError
-from pipeline.report import zeng2021 as z
+from pipeline.evaluate.rouge import meteor_unavailable_reason
+from pipeline.papers.zeng2021 import layouts as z
+from pipeline.papers.zeng2021.reported import (REPORTED, ZENG2021_PAIRS, ZENG2021_TABLE1_BLEU,
+                                               ZENG2021_TABLE1_DAGGERS, ZENG2021_TABLE1_SACREBLEU,
+                                               ZENG2021_TABLE2_SACREBLEU, ZENG2021_TABLE3_BLEU,
+                                               ZENG2021_TABLE4_DIALOGUE, ZENG2021_TABLE4_SUMMARIZATION, reported)
 from pipeline.report.figures import save_figure
-from pipeline.report.reported import (ZENG2021_PAIRS, ZENG2021_REPORTED, ZENG2021_TABLE1_BLEU,
-                                      ZENG2021_TABLE1_DAGGERS, ZENG2021_TABLE1_SACREBLEU, ZENG2021_TABLE2_SACREBLEU,
-                                      ZENG2021_TABLE3_BLEU, ZENG2021_TABLE4_DIALOGUE, ZENG2021_TABLE4_SUMMARIZATION)
+from pipeline.report.layouts import LAYOUTS, build
 
-FOOTER = {
-    "scale": "tiny",
+SACRE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+TOK = "multi-bleu|nrefs:1|case:mixed|eff:no|tok:none|smooth:none|version:2.6.0"
+COLUMNS = ("en-de", "en-fr", "summarization", "dialogue")
+FACTS = {
+    "table": "zeng2021-table1", "scale": "tiny", "columns": sorted(COLUMNS),
     "corpora": {"en-de": "toy-de", "en-fr": "toy-fr", "summarization": "toy-sum", "dialogue": "toy-chat"},
-    "test_sets": {"en-de": "toy-de test", "en-fr": "toy-fr test", "summarization": "sum test", "dialogue": "chat test"},
-    "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
-    "tok_signature": "multi-bleu style, case-sensitive",
-    "significance": {"n_samples": 1000, "seed": 12345},
-    "device": "cpu (1 thread)",
+    "corpus_descriptions": {c: f"a toy {c} corpus" for c in COLUMNS},
+    "test_sets": {c: "test" for c in COLUMNS},
+    "signatures": {"bleu": {"en-de": TOK, "en-fr": TOK}, "sacrebleu": {"en-de": SACRE, "en-fr": SACRE}},
+    "significance": {"value": "sacrebleu", "test": "paired_bootstrap", "n_samples": 1000, "seed": 12345},
+    "device": "cpu x 1 process(es)",
+    "analyses": {"speed": {"sentences": 200, "batch_sizes": [10, 100], "beams": [1, 4, 8], "repeats": 3},
+                 "attention": {"sentences": 400, "bins": 2}, "patterns": {"size": 2},
+                 "length": {"by": ["source", "target"], "bins": [[0, 10], [10, None]]}},
 }
 
 
-def mt(bleu, sacrebleu, p_value=None, params=None):
-    """A Tables 1-3 entry."""
-    entry = {"bleu": bleu, "sacrebleu": sacrebleu, "p_value": p_value}
+def mt(bleu, sacrebleu, p_value=None, params=None, reference=None, delta=None):
+    """A Tables 1-3 cell; with a p-value, the significance fields against `reference` (TransF's cell)."""
+    cell = {"system": "sys", "bleu": bleu, "sacrebleu": sacrebleu}
     if params is not None:
-        entry["params"] = params
-    return entry
+        cell["params"] = params
+    if p_value is not None:
+        reference = reference or {"bleu": bleu, "sacrebleu": sacrebleu}
+        cell.update(p_value=p_value, baseline=dict(reference),
+                    delta=sacrebleu - reference["sacrebleu"] if delta is None else delta)
+    return cell
 
 
 def cell(table, row_id, col):
@@ -69,13 +83,16 @@ def test_tables_2_to_4_transcription():
     assert cell(ZENG2021_TABLE4_SUMMARIZATION, "ran-e", "rougeL") == "36.62"
     assert cell(ZENG2021_TABLE4_DIALOGUE, "ran-all", "bleu4") == "3.50"
     assert cell(ZENG2021_TABLE4_DIALOGUE, "synr", "meteor") == "7.74"
-    assert sorted(ZENG2021_REPORTED) == ["table1-bleu", "table1-sacrebleu", "table2-bleu", "table2-sacrebleu",
+    assert reported("table2-bleu") is REPORTED["table2-bleu"]
+    with pytest.raises(PipelineError, match="zeng2021: no reported 'table9'"):
+        reported("table9")
+    assert sorted(REPORTED) == ["table1-bleu", "table1-sacrebleu", "table2-bleu", "table2-sacrebleu",
                                          "table3-bleu", "table3-sacrebleu", "table4-dialogue", "table4-summarization"]
 
 
 # ------------------------------------------------------------------ Table 1
 def test_table1_paper_cells_as_printed():
-    rows = {(r[0], r[1]): r for r in z.table1({}, FOOTER).rows}
+    rows = {(r[0], r[1]): r for r in z.table1({}, FACTS).rows}
     en_de = rows[("En-De", "BLEU")]
     assert en_de[2::2] == ["27.70", "26.94 (-0.76)", "27.17 (-0.53)", "27.42 (-0.28)", "28.18 (+0.48)†",
                            "27.66 (-0.04)"]
@@ -91,14 +108,16 @@ def test_table1_paper_cells_as_printed():
 
 
 def test_table1_ours_deltas_marks_and_averages():
+    transf = {"en-de": mt(20.0, 19.5, params=1_200_000), "de-en": mt(22.0, 21.0), "zh-en": mt(10.0, 9.0)}
     ours = {
-        "transf": {"en-de": mt(20.0, 19.5, params=1_200_000), "de-en": mt(22.0, 21.0), "zh-en": mt(10.0, 9.0)},
-        "ran-d": {"en-de": mt(21.234, 20.0, 0.004, 1_100_000), "de-en": mt(21.0, 21.5, 0.2),
-                  "zh-en": mt(12.0, 9.5, 0.001)},
-        "hcsa": {"en-de": mt(19.0, 20.0, 0.001)},  # beats TransF's SacreBLEU with p < 0.01
-        "synr": {"en-de": mt(19.0, 19.0, 0.001)},  # p < 0.01 but not better: no mark
+        "transf": transf,
+        "ran-d": {"en-de": mt(21.234, 20.0, 0.004, 1_100_000, transf["en-de"]),
+                  "de-en": mt(21.0, 21.5, 0.2, reference=transf["de-en"]),
+                  "zh-en": mt(12.0, 9.5, 0.001, reference=transf["zh-en"])},
+        "hcsa": {"en-de": mt(19.0, 20.0, 0.001, reference=transf["en-de"])},  # beats TransF's SacreBLEU, p < 0.01
+        "synr": {"en-de": mt(19.0, 19.0, 0.001, reference=transf["en-de"])},  # p < 0.01 but worse: no mark
     }
-    table = z.table1(ours, FOOTER)
+    table = z.table1(ours, FACTS)
     rows = {(r[0], r[1]): r for r in table.rows}
     assert rows[("En-De", "BLEU")][3::2] == ["20.00", "19.00 (-1.00)†", "19.00 (-1.00)", "", "21.23 (+1.23)†", ""]
     assert rows[("En-De", "SacreBLEU")][3::2] == ["19.50", "20.00 (+0.50)†", "19.00 (-0.50)", "",
@@ -118,28 +137,32 @@ def test_table1_ours_deltas_marks_and_averages():
 def test_table1_average_footer_names_the_pairs_when_shared():
     ours = {"transf": {"en-de": mt(20.0, 19.0), "zh-en": mt(10.0, 9.0)},
             "ran-e": {"en-de": mt(21.0, 19.0), "zh-en": mt(10.0, 9.0)}}
-    table = z.table1(ours, FOOTER)
+    table = z.table1(ours, FACTS)
     assert "Average (ours), BLEU: over 2 of 10 pairs (En-De, Zh-En)" in table.footer
     assert "Average (ours), SacreBLEU: over 1 of 9 pairs (En-De)" in table.footer
     assert [r for r in table.rows if r[:2] == ["Average", "BLEU"]][0][9] == "15.50 (+0.50)"
 
 
 def test_table1_footer_text():
-    lines = z.table1({}, FOOTER).footer
-    assert lines[:6] == [
+    lines = z.table1({}, FACTS).footer
+    assert lines[:7] == [
         "paper: Zeng et al. (2021), Table 1; (paper) columns as printed there, (ours) columns from this run",
-        "scale: tiny", "corpora: En-De: toy-de; En-Fr: toy-fr", "test sets: En-De: toy-de test; En-Fr: toy-fr test",
-        "BLEU (ours): tokenised, case-sensitive: multi-bleu style, case-sensitive",
-        "SacreBLEU (ours): nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"]
-    assert lines[6].startswith("† (ours): paired bootstrap resampling on SacreBLEU against our TransF of the same "
-                               "pair, 1000 samples, seed 12345; shown when p < 0.01")
+        "scale: tiny", "corpora: En-De: toy-de; En-Fr: toy-fr",
+        "test sets: En-De: the test split of toy-de; En-Fr: the test split of toy-fr",
+        f"BLEU, tokenised and case-sensitive (ours): {TOK}", f"SacreBLEU (ours): {SACRE}",
+        "† (ours): paired bootstrap resampling, 1000 samples, seed 12345 on SacreBLEU against our TransF of the same "
+        "pair; shown when p < 0.01 and the system scores higher (the paper's convention)"]
+    same = {**FACTS, "signatures": {"bleu": {"en-de": SACRE}, "sacrebleu": {"en-de": SACRE}}}
+    assert f"BLEU, tokenised and case-sensitive, SacreBLEU (ours): {SACRE}" in z.table2({}, same).footer
+    assert not any(line.startswith("†") for line in z.table1({}, {**FACTS, "significance": None}).footer)
 
 
 # ------------------------------------------------------------------ Tables 2, 3, 4
 def test_table2_exact_rows():
-    ours = {"transf": {"en-de": mt(20.0, 19.0)}, "-pos-e": {"en-de": mt(10.0, 9.0, 0.5)},
-            "-pos-d+ran-d": {"en-de": mt(20.5, 19.6, 0.009)}}
-    table = z.table2(ours, FOOTER)
+    transf = mt(20.0, 19.0)
+    ours = {"transf": {"en-de": transf}, "-pos-e": {"en-de": mt(10.0, 9.0, 0.5, reference=transf)},
+            "-pos-d+ran-d": {"en-de": mt(20.5, 19.6, 0.009, reference=transf)}}
+    table = z.table2(ours, FACTS)
     assert table.columns == ["Model", "En-De BLEU (paper)", "En-De BLEU (ours)", "En-De SacreBLEU (paper)",
                              "En-De SacreBLEU (ours)"]
     assert table.rows == [
@@ -151,10 +174,21 @@ def test_table2_exact_rows():
     ]
 
 
+@pytest.mark.parametrize("p,delta,expected", [(0.001, -0.5, ""), (0.001, 0.5, "†"), (0.009, 0.5, "†"),
+                                              (0.02, 0.5, ""), (0.001, 0.0, "")])
+def test_a_worse_system_gets_no_dagger(p, delta, expected):
+    transf = mt(20.0, 19.0)
+    cells = {"transf": {"en-de": transf}, "-pos-d": {"en-de": mt(19.0, 18.5, p, reference=transf, delta=delta)}}
+    assert z.table2(cells, FACTS).rows[3][2::2] == [f"19.00 (-1.00){expected}", f"18.50 (-0.50){expected}"]
+    grid = {"transf": {"en-de": transf}, "ran-e": {"en-de": mt(19.0, 18.5, p, reference=transf, delta=delta)}}
+    row = next(r for r in z.table1(grid, FACTS).rows if r[:2] == ["En-De", "SacreBLEU"])
+    assert row[9] == f"18.50 (-0.50){expected}"
+
+
 def test_table3_deltas_against_ran_all_without_marks():
-    ours = {"ran-all": {"en-fr": mt(20.0, 19.0)}, "fixed": {"en-fr": mt(19.9, 19.2, 0.001)},
+    ours = {"ran-all": {"en-fr": mt(20.0, 19.0)}, "fixed": {"en-fr": mt(19.9, 19.2)},
             "no-ln-res": {"en-de": mt(15.0, 14.0)}}
-    table = z.table3(ours, {k: v for k, v in FOOTER.items() if k != "significance"})
+    table = z.table3(ours, {**FACTS, "significance": None})
     assert len(table.columns) == 9
     assert table.rows == [
         ["RAN-ALL", "27.66", "", "27.00", "", "42.05", "20.00", "39.10", "19.00"],
@@ -163,33 +197,40 @@ def test_table3_deltas_against_ran_all_without_marks():
     ]
 
 
-def test_table4_na_with_reason_and_standin_label():
-    ours = {"transf": {"dialogue": {"bleu4": 1.0, "rougeL": 2.5, "meteor": None},
-                       "summarization": {"rouge1": 30.0, "rouge2": 10.0, "rougeL": 25.125}}}
-    footer = {**FOOTER, "na_reasons": {"meteor": "METEOR needs a Java runtime"}, "standin": "toy summaries"}
+def task(**values):
+    """A Table 4 cell: every value the table asks for (rouge1, rouge2, rougeL, bleu4)."""
+    return {"system": "sys", "rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0, "bleu4": 0.0, **values}
+
+
+def test_table4_meteor_na_with_reason_and_standin_label():
+    ours = {"transf": {"dialogue": task(bleu4=1.0, rougeL=2.5),
+                       "summarization": task(rouge1=30.0, rouge2=10.0, rougeL=25.125)}}
+    footer = {**FACTS, "corpora": {**FACTS["corpora"], "summarization": "standin-summarization"},
+              "corpus_descriptions": {**FACTS["corpus_descriptions"], "summarization": "toy summaries"}}
     table = z.table4(ours, footer)
     assert table.rows[0] == ["TransF", "39.07", "30.00", "17.30", "10.00", "36.00", "25.12",
                              "3.12", "1.00", "16.54", "2.50", "8.05", "n/a"]
     assert table.rows[2] == ["RAN-E", "39.55", "", "17.73", "", "36.62", "", "3.47", "", "16.54", "", "8.33", ""]
     assert "STAND-IN" in table.title
-    assert "n/a (Meteor): METEOR needs a Java runtime" in table.footer
-    assert any(line.startswith("STAND-IN: ours are not on the paper's data but on toy summaries")
-               for line in table.footer)
+    assert f"n/a (Meteor): {meteor_unavailable_reason()}" in table.footer
+    assert "STAND-IN (Summarization): standin-summarization: toy summaries" in table.footer
+    assert not any("STAND-IN (Dialogue)" in line for line in table.footer)
     assert table.columns[1:3] == ["Summarization Rouge-1 (paper)", "Summarization Rouge-1 (ours)"]
-    assert "STAND-IN" not in z.table4({}, FOOTER).title
+    assert "STAND-IN" not in z.table4({}, FACTS).title
 
 
-def test_table4_none_without_reason_names_the_key():
-    ours = {"ran-d": {"dialogue": {"bleu4": 1.0, "rougeL": 2.0, "meteor": None}}}
-    with pytest.raises(PipelineError, match=r"footer\.na_reasons\.meteor: missing; ours\.ran-d\.dialogue\.meteor"):
-        z.table4(ours, FOOTER)
+def test_table4_meteor_is_never_given():
+    ours = {"ran-d": {"dialogue": task(meteor=8.0)}}
+    with pytest.raises(PipelineError, match=r"cells\.ran-d\.dialogue\.meteor: unknown key"):
+        z.table4(ours, FACTS)
 
 
 # ------------------------------------------------------------------ figures: data
 def speed(factor):
-    """Rates at beam 4 for batch 10, 100 and at batch 100 for beams 1, 8."""
-    return {"speed": [{"batch_size": b, "beam": 4, "tokens_per_s": factor * b, "threads": 1} for b in (10, 100)]
-            + [{"batch_size": 100, "beam": k, "tokens_per_s": factor * 100 / k} for k in (1, 8)]}
+    """A speed analysis: rates at beam 4 for batch 10, 100 and at batch 100 for beams 1, 8."""
+    rows = ([{"batch_size": b, "beam": 4, "tokens_per_s": factor * b, "threads": 1} for b in (10, 100)]
+            + [{"batch_size": 100, "beam": k, "tokens_per_s": factor * 100 / k} for k in (1, 8)])
+    return {"system": "sys", "speed": {"rows": rows, "sentences": 200, "device": "cpu"}}
 
 
 def side(entropy, js_off=0.1):
@@ -199,8 +240,9 @@ def side(entropy, js_off=0.1):
 
 
 def attention(entropy):
-    """ours[row]["en-de"] for Figures 4, 5, 7."""
-    return {"attention": {"enc": side(entropy), "dec": side(entropy + 1, 0.25), "n_sentences": 5, "bins": 2}}
+    """cells[row]["en-de"] for Figures 4, 5, 7."""
+    return {"system": "sys",
+            "attention": {"enc": side(entropy), "dec": side(entropy + 1, 0.25), "n_sentences": 5, "bins": 2}}
 
 
 def bins(first, n=3):
@@ -208,13 +250,13 @@ def bins(first, n=3):
     return [{"bin": "(0, 10]", "bleu": first, "n": n}, {"bin": "> 10", "bleu": None, "n": 0}]
 
 
-PATTERNS = {"ran-all": {"en-de": {"patterns": {
+PATTERNS = {"ran-all": {"en-de": {"system": "sys", "patterns": {
     "enc": [[[0.5, 0.5], [0.2, 0.8]], [[1.0, 0.0], [0.0, 1.0]]],
     "dec": [[[1.0, 0.0], [0.9, 0.1]]]}}}}
 
 
 def test_fig3_rates_and_ratios():
-    table, _ = z.fig3({"transf": {"en-de": speed(1.0)}, "ran-all": {"en-de": speed(1.25)}}, FOOTER)
+    table, _ = z.fig3({"transf": {"en-de": speed(1.0)}, "ran-all": {"en-de": speed(1.25)}}, FACTS)
     assert table.rows == [
         ["batch size", "10", "4", "10.0", "12.5", "1.250"],
         ["batch size", "100", "4", "100.0", "125.0", "1.250"],
@@ -223,21 +265,26 @@ def test_fig3_rates_and_ratios():
         ["beam", "100", "8", "12.5", "15.6", "1.250"],
     ]
     assert "23.6%" in table.footer[0] and "1.2x" in table.footer[0]
-    only, _ = z.fig3({"transf": {"en-de": speed(2.0)}}, FOOTER)
+    assert "speed: one CPU thread, alone on the machine; the first 200 test sentences; median of 3 timed passes " \
+           "after one warm-up pass" in table.footer
+    assert "measured: TransF 200 sentences on cpu; RAN-ALL 200 sentences on cpu" in table.footer
+    only, _ = z.fig3({"transf": {"en-de": speed(2.0)}}, FACTS)
     assert only.rows[0] == ["batch size", "10", "4", "20.0", "", ""]
 
 
 def test_fig4_fig5_fig7_tables():
     ours = {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}}
-    t4, _ = z.fig4(ours, FOOTER)
+    t4, _ = z.fig4(ours, FACTS)
     assert t4.rows == [["Enc", "1", "1.000", "", "2.000"], ["Enc", "2", "0.500", "", "1.000"],
                        ["Dec", "1", "2.000", "", "3.000"], ["Dec", "2", "1.000", "", "1.500"]]
     assert "sentences analysed: TransF 5, RAN-ALL 5" in t4.footer
-    t5, _ = z.fig5(ours, FOOTER)
+    assert any(line.startswith("attention: teacher-forced passes over the first 400 test sentences")
+               for line in t4.footer)
+    t5, _ = z.fig5(ours, FACTS)
     assert t5.rows[:2] == [["Enc", "1", "[0, 0.5)", "0.7500", "", "0.7500"],
                            ["Enc", "1", "[0.5, 1]", "0.2500", "", "0.2500"]]
     assert len(t5.rows) == 8  # 2 sides x layers {1, 2} x 2 bins
-    t7, _ = z.fig7(ours, FOOTER)
+    t7, _ = z.fig7(ours, FACTS)
     assert t7.columns == ["Model", "Side", "Layer", "L1", "L2"]
     assert t7.rows[2] == ["TransF", "Dec", "1", "0.000", "0.250"]
     assert len(t7.rows) == 8
@@ -250,19 +297,24 @@ def test_fig5_shows_layers_1_middle_last():
 
 
 def test_fig6_pattern_summary():
-    table, _ = z.fig6(PATTERNS, FOOTER)
+    table, _ = z.fig6(PATTERNS, FACTS)
     # Enc L1 rows: entropy (ln 2 + H(0.2, 0.8)) / 2, first-token weight (0.5 + 0.2) / 2; argmax offsets 0 and 0.
     assert table.rows == [["Enc", "1", "2 x 2", "0.00", "0.597", "0.350"],
                           ["Enc", "2", "2 x 2", "0.00", "0.000", "0.500"],
                           ["Dec", "1", "2 x 2", "-0.50", "0.163", "0.950"]]
+    assert any(line.startswith("patterns: the learnt, input-independent weights") for line in table.footer)
+    one_side = {"ran-all": {"en-de": {"patterns": {"enc": PATTERNS["ran-all"]["en-de"]["patterns"]["enc"],
+                                                   "dec": None}}}}
+    assert [r[0] for r in z.fig6(one_side, FACTS)[0].rows] == ["Enc", "Enc"]  # a dot-product side: None
     offset, entropy, first = z.pattern_stats([[2.0, 2.0], [1.0, 3.0]])  # rows normalised first
     assert (offset, first) == (0.0, 0.375) and abs(entropy - (np.log(2) + 0.5623351446188083) / 2) < 1e-12
 
 
 def test_fig8_bins_table():
-    ours = {"transf": {"en-de": {"length": {"source": bins(10.0), "target": bins(11.0)}}},
-            "ran-d": {"en-de": {"length": {"source": bins(12.5), "target": bins(9.0)}}}}
-    table, _ = z.fig8(ours, {**FOOTER})
+    ours = {"transf": {"en-de": {"system": "sys", "length": {"source": bins(10.0), "target": bins(11.0)}}},
+            "ran-d": {"en-de": {"system": "sys", "length": {"source": bins(12.5), "target": bins(9.0)}}}}
+    table, _ = z.fig8(ours, FACTS)
+    assert any(line.startswith("bins (our choice): (0, 10], > 10;") for line in table.footer)
     assert table.rows == [["source", "(0, 10]", "3", "10.00", "", "12.50", ""],
                           ["source", "> 10", "0", "n/a", "", "n/a", ""],
                           ["target", "(0, 10]", "3", "11.00", "", "9.00", ""],
@@ -271,71 +323,73 @@ def test_fig8_bins_table():
 
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("name, ours, message", [
-    ("zeng2021-table1", {"ran-x": {}}, r"ours\.ran-x: unknown row"),
-    ("zeng2021-table1", {"transf": {"en-xx": mt(1.0, 1.0)}}, r"ours\.transf\.en-xx: unknown pair"),
-    ("zeng2021-table1", {"transf": {"en-de": {"bleu": 1.0}}}, r"ours\.transf\.en-de\.sacrebleu: missing"),
-    ("zeng2021-table1", {"transf": {"en-de": {**mt(1.0, 1.0), "chrf": 2}}}, r"ours\.transf\.en-de\.chrf: unknown key"),
-    ("zeng2021-table2", {"transf": {"en-de": mt(1.0, 1.0, 1.5)}}, r"ours\.transf\.en-de\.p_value: expected a prob"),
-    ("zeng2021-table3", {"fixed": {"en-de": mt("27", 1.0)}}, r"ours\.fixed\.en-de\.bleu: expected float"),
-    ("zeng2021-table4", {"synr": {"dialogue": {"bleu4": 1.0, "rougeL": 1.0}}},
-     r"ours\.synr\.dialogue\.meteor: missing"),
-    ("zeng2021-table4", {"synr": {"summarization": {"rouge1": 140.0, "rouge2": 1.0, "rougeL": 1.0}}},
-     r"ours\.synr\.summarization\.rouge1: expected a score in 0\.\.100"),
-    ("zeng2021-fig3", {"transf": {"en-de": {"speed": [{"batch_size": 8, "beam": 2, "tokens_per_s": 1.0}]}}},
-     r"ours\.transf\.en-de\.speed: no setting at beam 4 or batch size 100"),
-    ("zeng2021-fig3", {"ran-all": {"en-de": {"speed": [{"batch_size": 100, "beam": 4, "tokens_per_s": 0.0}]}}},
-     r"ours\.ran-all\.en-de\.speed\[0\]\.tokens_per_s: expected a positive rate"),
+    ("zeng2021-table1", {"ran-x": {}}, r"cells\.ran-x: unknown row"),
+    ("zeng2021-table1", {"transf": {"en-xx": mt(1.0, 1.0)}}, r"cells\.transf\.en-xx: unknown column"),
+    ("zeng2021-table1", {"transf": {"en-de": {"bleu": 1.0}}}, r"cells\.transf\.en-de\.sacrebleu: missing"),
+    ("zeng2021-table1", {"transf": {"en-de": {**mt(1.0, 1.0), "chrf": 2}}}, r"cells\.transf\.en-de\.chrf: unknown key"),
+    ("zeng2021-table2", {"transf": {"en-de": mt(1.0, 1.0, 1.5)}}, r"cells\.transf\.en-de\.p_value: expected a prob"),
+    ("zeng2021-table2", {"-pos-e": {"en-de": {**mt(1.0, 1.0), "p_value": 0.1}}}, r"cells\.-pos-e\.en-de\.delta: mis"),
+    ("zeng2021-table3", {"fixed": {"en-de": mt("27", 1.0)}}, r"cells\.fixed\.en-de\.bleu: expected float"),
+    ("zeng2021-table4", {"synr": {"dialogue": {"bleu4": 1.0}}}, r"cells\.synr\.dialogue\.rougeL: missing"),
+    ("zeng2021-table4", {"synr": {"summarization": task(rouge1=140.0)}},
+     r"cells\.synr\.summarization\.rouge1: expected a score in 0\.\.100"),
+    ("zeng2021-fig3", {"transf": {"en-de": {"speed": {"rows": [{"batch_size": 8, "beam": 2, "tokens_per_s": 1.0}]}}}},
+     r"cells\.transf\.en-de\.speed\.rows: no setting at beam 4 or batch size 100"),
+    ("zeng2021-fig3",
+     {"ran-all": {"en-de": {"speed": {"rows": [{"batch_size": 100, "beam": 4, "tokens_per_s": 0.0}]}}}},
+     r"cells\.ran-all\.en-de\.speed\.rows\[0\]\.tokens_per_s: expected a positive rate"),
+    ("zeng2021-fig3", {"ran-all": {"en-de": {"speed": [{"batch_size": 100, "beam": 4, "tokens_per_s": 1.0}]}}},
+     r"cells\.ran-all\.en-de\.speed: expected a dict with keys rows"),
     ("zeng2021-fig4", {"synr": {"en-de": {"attention": {**attention(1.0)["attention"], "bins": 3}}}},
-     r"ours\.synr\.en-de\.attention\.enc\.histogram\.edges: expected a list of bins \+ 1 = 4 edges"),
+     r"cells\.synr\.en-de\.attention\.enc\.histogram\.edges: expected a list of bins \+ 1 = 4 edges"),
     ("zeng2021-fig7", {"synr": {"en-de": {"attention": {**attention(1.0)["attention"],
                                                          "dec": {**side(1.0), "js": [[0.0, -1.0], [0.1, 0.0]]}}}}},
-     r"ours\.synr\.en-de\.attention\.dec\.js\[0\]\[1\]: expected a finite number >= 0"),
+     r"cells\.synr\.en-de\.attention\.dec\.js\[0\]\[1\]: expected a finite number >= 0"),
     ("zeng2021-fig6", {"ran-all": {"en-de": {"patterns": {"enc": [[[0.0, 0.0], [0.5, 0.5]]], "dec": [[[1.0]]]}}}},
-     r"ours\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: all weights are 0"),
+     r"cells\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: all weights are 0"),
     ("zeng2021-fig6", {"ran-all": {"en-de": {"patterns": {"enc": [[[1.0, 0.0]]], "dec": [[[1.0]]]}}}},
-     r"ours\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: expected a list of 1 values"),
-    ("zeng2021-fig8", {"ran-e": {"en-de": {"length": {"source": bins(5.0, n=0), "target": bins(1.0)}}}},
-     r"ours\.ran-e\.en-de\.length\.source\[0\]\.bleu: expected None for an empty bin"),
+     r"cells\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: expected a list of 1 values"),
+    ("zeng2021-fig8",
+     {"ran-e": {"en-de": {"system": "sys", "length": {"source": bins(5.0, n=0), "target": bins(1.0)}}}},
+     r"cells\.ran-e\.en-de\.length\.source\[0\]\.bleu: expected None for an empty bin"),
 ])
-def test_bad_ours_names_the_key(name, ours, message):
+def test_bad_cells_name_the_key(name, ours, message):
     with pytest.raises(PipelineError, match=message):
-        z.build(name, ours, FOOTER)
+        build(name, ours, FACTS)
 
 
 def test_models_must_agree_on_bins_and_depth():
-    ours = {"transf": {"en-de": {"length": {"source": bins(1.0), "target": bins(1.0)}}},
-            "ran-all": {"en-de": {"length": {"source": bins(1.0, n=4), "target": bins(1.0)}}}}
-    with pytest.raises(PipelineError, match=r"ours\.ran-all\.en-de\.length\.source: bins or sentence counts differ"):
-        z.fig8(ours, FOOTER)
+    ours = {"transf": {"en-de": {"system": "sys", "length": {"source": bins(1.0), "target": bins(1.0)}}},
+            "ran-all": {"en-de": {"system": "sys", "length": {"source": bins(1.0, n=4), "target": bins(1.0)}}}}
+    with pytest.raises(PipelineError, match=r"cells\.ran-all\.en-de\.length\.source: bins or sentence counts differ"):
+        z.fig8(ours, FACTS)
     deeper = attention(1.0)
     deeper["attention"]["enc"] = {"entropy": [1.0], "histogram": {"edges": [0.0, 0.5, 1.0], "counts": [[1, 1]]},
                                   "js": [[0.0]]}
-    with pytest.raises(PipelineError, match=r"ours\.synr\.en-de\.attention\.enc\.entropy: 1 layers; expected 2"):
-        z.fig4({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": deeper}}, FOOTER)
+    with pytest.raises(PipelineError, match=r"cells\.synr\.en-de\.attention\.enc\.entropy: 1 layers; expected 2"):
+        z.fig4({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": deeper}}, FACTS)
     other_edges = attention(1.0)
     other_edges["attention"]["dec"]["histogram"]["edges"] = [0.0, 0.25, 1.0]
-    with pytest.raises(PipelineError, match=r"ours\.synr\.en-de\.attention\.dec\.histogram\.edges: differ"):
-        z.fig5({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": other_edges}}, FOOTER)
+    with pytest.raises(PipelineError, match=r"cells\.synr\.en-de\.attention\.dec\.histogram\.edges: differ"):
+        z.fig5({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": other_edges}}, FACTS)
 
 
-@pytest.mark.parametrize("footer, message", [
-    ({k: v for k, v in FOOTER.items() if k != "tok_signature"}, r"footer\.tok_signature: missing"),
-    ({**FOOTER, "colour": "red"}, r"footer\.colour: unknown key"),
-    ({**FOOTER, "significance": {"n_samples": 10}}, r"footer\.significance: expected"),
-    ({**FOOTER, "corpora": {"xx-yy": "a"}}, r"footer\.corpora: expected a string or a dict"),
-    ({**FOOTER, "na_reasons": {"chrf": "x"}}, r"footer\.na_reasons\.chrf: unknown metric"),
-    ({**FOOTER, "standin": ""}, r"footer\.standin: expected a non-empty string"),
+@pytest.mark.parametrize("facts, message", [
+    ({k: v for k, v in FACTS.items() if k != "signatures"}, r"facts\.signatures: missing"),
+    ({k: v for k, v in FACTS.items() if k != "test_sets"}, r"facts\.test_sets: missing"),
+    ({**FACTS, "significance": {"n_samples": 10}}, r"facts\.significance: expected"),
+    ({**FACTS, "corpora": "toy"}, r"facts\.corpora: expected a dict column -> text"),
 ])
-def test_bad_footer_names_the_key(footer, message):
+def test_bad_facts_name_the_key(facts, message):
     with pytest.raises(PipelineError, match=message):
-        z.table1({}, footer)
+        z.table1({}, facts)
 
 
-def test_fig3_needs_device_and_build_rejects_unknown_names():
-    with pytest.raises(PipelineError, match=r"footer\.device: missing"):
-        z.fig3({}, {k: v for k, v in FOOTER.items() if k != "device"})
-    with pytest.raises(PipelineError, match="no layout for it; known: zeng2021-table1"):
-        z.build("zeng2021-fig9", {}, FOOTER)
+@pytest.mark.parametrize("layout,kind", [(z.fig3, "speed"), (z.fig4, "attention"), (z.fig6, "patterns"),
+                                         (z.fig8, "length")])
+def test_figures_need_their_analysis_settings(layout, kind):
+    with pytest.raises(PipelineError, match=rf"facts\.analyses\.{kind}: missing"):
+        layout({}, {**FACTS, "analyses": {}})
 
 
 # ------------------------------------------------------------------ build and figures
@@ -345,22 +399,23 @@ FIGURE_INPUTS = {
     "zeng2021-fig5": {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}},
     "zeng2021-fig6": PATTERNS,
     "zeng2021-fig7": {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}},
-    "zeng2021-fig8": {"transf": {"en-de": {"length": {"source": bins(10.0), "target": bins(11.0)}}}},
+    "zeng2021-fig8": {"transf": {"en-de": {"system": "sys", "length": {"source": bins(10.0), "target": bins(11.0)}}}},
 }
 
 
 def test_layout_registry():
-    assert sorted(z.LAYOUTS) == sorted([f"zeng2021-table{i}" for i in range(1, 5)]
-                                       + [f"zeng2021-fig{i}" for i in range(3, 9)])
-    assert set(z.FIGURE_LAYOUTS) == set(FIGURE_INPUTS)
-    table, figure = z.build("zeng2021-table2", {}, FOOTER)
+    assert sorted(n for n in LAYOUTS if n.startswith("zeng2021-")) == sorted(
+        [f"zeng2021-table{i}" for i in range(1, 5)] + [f"zeng2021-fig{i}" for i in range(3, 9)])
+    assert {n for n in LAYOUTS if n.startswith("zeng2021-") and LAYOUTS[n].figure} == set(FIGURE_INPUTS)
+    assert LAYOUTS["zeng2021-table1"].function is z.table1
+    table, figure = build("zeng2021-table2", {}, FACTS)
     assert figure is None and table.rows[0] == ["TransF", "27.70", "", "27.12", ""]
 
 
 @pytest.mark.parametrize("name", sorted(FIGURE_INPUTS))
 def test_figures_render_deterministically(name, tmp_path):
-    table, first = z.build(name, FIGURE_INPUTS[name], FOOTER)
-    _, second = z.build(name, FIGURE_INPUTS[name], FOOTER)
+    table, first = build(name, FIGURE_INPUTS[name], FACTS)
+    _, second = build(name, FIGURE_INPUTS[name], FACTS)
     a, b = tmp_path / "a.png", tmp_path / "b.png"
     save_figure(first, a)
     save_figure(second, b)
@@ -374,15 +429,15 @@ def test_figures_render_deterministically(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(FIGURE_INPUTS))
 def test_figures_without_results_still_render(name, tmp_path):
-    table, figure = z.build(name, {}, FOOTER)
+    table, figure = build(name, {}, FACTS)
     save_figure(figure, tmp_path / "empty.png")
     assert (tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
     assert table.rows == []
 
 
 def test_figure_differs_with_the_data(tmp_path):
-    _, one = z.fig4(FIGURE_INPUTS["zeng2021-fig4"], FOOTER)
-    _, two = z.fig4({"transf": {"en-de": attention(3.0)}}, FOOTER)
+    _, one = z.fig4(FIGURE_INPUTS["zeng2021-fig4"], FACTS)
+    _, two = z.fig4({"transf": {"en-de": attention(3.0)}}, FACTS)
     save_figure(one, tmp_path / "one.png")
     save_figure(two, tmp_path / "two.png")
     assert (tmp_path / "one.png").read_bytes() != (tmp_path / "two.png").read_bytes()

@@ -1,5 +1,6 @@
 """Beam search and greedy decoding over the incremental interface: beam 1 = greedy, beam beats greedy where it
-should, exhaustive search on a tiny vocabulary, state reordering under pruning, batching, length limits."""
+should, exhaustive search on a tiny vocabulary for every length treatment, n-best lists, state reordering under
+pruning, batching, length limits, and ensembles (pipeline.ensemble) decoded by the same search."""
 import functools
 import itertools
 import math
@@ -8,22 +9,27 @@ import pytest
 import torch
 
 from pipeline.data.vocab import BOS, EOS
+from pipeline.ensemble import Ensemble
 from pipeline.errors import PipelineError
-from pipeline.models import Seq2Seq, build_model
-from pipeline.search import beam_search, greedy, length_penalty_factor
+from pipeline.models.seq2seq import SHARED, Seq2Seq
+from pipeline.search import beam_search, beam_search_nbest, greedy, length_divisor, length_penalty_factor
 
 torch.set_num_threads(1)
 
 SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=2, dropout=0.1)
-ARCHS = {"transformer": ("transformer", {}), "biarn-stack-top": ("recurrence", {"rec_steps": 3}),
-         "birnn-gated-all": ("recurrence", {"rec_type": "birnn", "integration": "gated", "integrate_into": "all"})}
+T = {"encoder": "transformer", "decoder": "transformer"}
+R = {"encoder": "recurrence", "decoder": "recurrence"}
+ARCHS = {"transformer": T, "biarn-stack-top": {**R, "rec_steps": 3},
+         "birnn-gated-all": {**R, "rec_type": "birnn", "integration": "gated", "integrate_into": "all"}}
 A, B = 4, 5  # the two real words of the tiny vocabulary (PAD BOS EOS UNK a b)
+MODES = [("penalty", 0.0), ("penalty", 0.6), ("normalize", 0.6), ("none", 0.6)]  # alpha only counts for penalty
 
 
 def make(name, vocab, seed=0):
-    arch, extra = ARCHS[name]
+    """The one place that builds a model."""
+    from pipeline.models import build_model
     torch.manual_seed(seed)
-    return build_model(arch, {**SMALL, **extra}, vocab, vocab).eval()
+    return build_model({**SMALL, **ARCHS[name]}, vocab, vocab).eval()
 
 
 def sources(vocab, lengths=(4, 2, 6), seed=3):
@@ -40,7 +46,8 @@ class TableModel(Seq2Seq):
     """Next-token probabilities read from a table per source (src[:, 0]) and prefix; unlisted prefixes end.
 
     The prefix is carried in the state (a base-V code), never re-read from prev_tokens, so a search that does
-    not reorder the state gets the wrong distributions."""
+    not reorder the state gets the wrong distributions. The memory also holds a SHARED entry (no batch dimension)
+    that must reach decode_step untouched."""
 
     V = 6
 
@@ -59,9 +66,10 @@ class TableModel(Seq2Seq):
         return row
 
     def encode(self, src):
-        return {"source": src[:, 0].clone()}
+        return {"source": src[:, 0].clone(), f"{SHARED}table": torch.zeros(7, 3)}
 
     def decode_step(self, prev_tokens, memory, state):
+        assert memory[f"{SHARED}table"].shape == (7, 3)  # never indexed by hypothesis
         code = torch.zeros(prev_tokens.size(0), dtype=torch.long) if state is None else state["code"]
         code = code * self.V + prev_tokens[:, -1]
         rows = []
@@ -102,31 +110,69 @@ def test_length_penalty_counts_the_eos():
     table = {9: {(): {EOS: math.exp(-1.0), A: 0.5}, (A,): {EOS: math.exp(-1.18) / 0.5}}}
     model = TableModel(table)
     src = torch.tensor([[9, EOS]])
-    assert beam_search(model, src, beam=4, length_penalty=1.0) == [[]]
-    assert beam_search(model, src, beam=4, length_penalty=2.0) == [[A]]
+    assert beam_search(model, src, beam=4, alpha=1.0) == [[]]
+    assert beam_search(model, src, beam=4, alpha=2.0) == [[A]]
 
 
-def sequence_log_prob(model, src, hyp):
-    """log p(hyp + EOS | src) by the full forward pass: src [S] -> float."""
+def test_length_divisors():
+    assert length_divisor("penalty", 7, 1.0) == 2.0 and length_divisor("penalty", 3, 0.0) == 1.0
+    assert length_divisor("normalize", 4, 0.6) == 4.0  # alpha plays no part
+    assert length_divisor("none", 4, 0.6) == 1.0
+    with pytest.raises(PipelineError, match="'length'.*penalty, normalize, none"):
+        length_divisor("average", 4, 0.6)
+
+
+# Source 10, at most 3 words: [a] has log p = ln 0.6 = -0.51, [b b b] ln 0.4 + 2 ln 0.98 + ln 0.99 = -0.97.
+# Raw log p prefers the short one; per token (EOS counted: 2 vs 4) the long one (-0.242 > -0.255).
+SHORT_LONG = {10: {(): {A: 0.6, B: 0.4}, (A,): {EOS: 1.0}, (B,): {B: 0.98, EOS: 0.02},
+                   (B, B): {B: 0.98, EOS: 0.02}, (B, B, B): {EOS: 0.99}}}
+LOG_P = {(A,): math.log(0.6), (B,): math.log(0.4) + math.log(0.02),
+         (B, B): math.log(0.4) + math.log(0.98) + math.log(0.02),
+         (B, B, B): math.log(0.4) + 2 * math.log(0.98) + math.log(0.99)}
+
+
+@pytest.mark.parametrize("length, alpha, order", [
+    ("none", 0.6, [(A,), (B, B, B), (B,), (B, B)]),
+    ("normalize", 0.6, [(B, B, B), (A,), (B, B), (B,)]),
+    ("penalty", 1.0, [(A,), (B, B, B), (B, B), (B,)]),  # GNMT alpha 1 still favours the short one here
+])
+def test_length_treatment_ranks_the_nbest_list_with_exact_scores(length, alpha, order):
+    """Every finished hypothesis of the table (4) in the n-best list, ranked and scored as the mode says."""
+    model = TableModel(SHORT_LONG)
+    src = torch.tensor([[10, 3, EOS]])
+    kwargs = dict(beam=4, max_len_a=0.0, max_len_b=3, length=length, alpha=alpha)
+    nbest = beam_search_nbest(model, src, nbest=4, **kwargs)[0]
+    assert [tuple(h) for _, h in nbest] == order
+    divisor = {"none": lambda n: 1.0, "normalize": lambda n: n, "penalty": lambda n: ((5 + n) / 6) ** alpha}[length]
+    expected = [LOG_P[h] / divisor(len(h) + 1) for h in order]  # + 1: the EOS
+    assert [s for s, _ in nbest] == pytest.approx(expected, rel=1e-6)
+    assert beam_search(model, src, **kwargs) == [list(order[0])]
+    assert beam_search_nbest(model, src, nbest=2, **kwargs)[0] == nbest[:2]
+
+
+def sequence_log_prob(models, src, hyp):
+    """log p(hyp + EOS | src) by full forward passes: src [S] -> float. Several models: each step's distribution
+    is the renormalised mean of their log-probabilities (what beam search does with an Ensemble)."""
     tokens = torch.tensor([[BOS] + hyp + [EOS]])
     with torch.no_grad():
-        lp = torch.log_softmax(model(src.unsqueeze(0), tokens[:, :-1]).float(), -1)[0]
+        lps = [torch.log_softmax(m(src.unsqueeze(0), tokens[:, :-1]).float(), -1)[0] for m in models]
+        lp = lps[0] if len(lps) == 1 else torch.log_softmax(torch.stack(lps).mean(0), -1)
     return lp.gather(1, tokens[0, 1:, None]).sum().item()
 
 
-def exhaustive(model, src, max_len, alpha):
+def exhaustive(models, src, max_len, length, alpha):
     """The best hypothesis over every sequence of at most max_len words from {UNK, a, b}."""
     best, best_score = None, -math.inf
     for n in range(max_len + 1):
         for hyp in itertools.product((3, A, B), repeat=n):
-            score = sequence_log_prob(model, src, list(hyp)) / length_penalty_factor(n + 1, alpha)
+            score = sequence_log_prob(models, src, list(hyp)) / length_divisor(length, n + 1, alpha)
             if score > best_score:
                 best, best_score = list(hyp), score
     return best
 
 
 @functools.lru_cache(maxsize=None)
-def half_trained(name):
+def half_trained(name, seed=0):
     """A tiny-vocabulary model after 40 full-batch Adam steps on copying every 1-3 word sequence over {UNK, a, b}:
     peaked, context-dependent distributions (random ones make the empty hypothesis win everywhere)."""
     seqs = [list(s) for n in (1, 2, 3) for s in itertools.product((3, A, B), repeat=n)]
@@ -135,7 +181,7 @@ def half_trained(name):
     for i, s in enumerate(seqs):
         src[i, :len(s) + 1] = torch.tensor(s + [EOS])
         tgt[i, :len(s) + 2] = torch.tensor([BOS] + s + [EOS])
-    model = make(name, vocab=6).train()
+    model = make(name, vocab=6, seed=seed).train()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     for _ in range(40):
         opt.zero_grad()
@@ -145,17 +191,36 @@ def half_trained(name):
     return model.eval()
 
 
-@pytest.mark.parametrize("name", ARCHS)
-@pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_wide_beam_equals_exhaustive_search(name, alpha):
+@pytest.mark.parametrize("name", [*ARCHS, "ensemble"])
+@pytest.mark.parametrize("length, alpha", MODES)
+def test_wide_beam_equals_exhaustive_search(name, length, alpha):
     """With 40 beams nothing is pruned (1+3+9+27 hypotheses), so beam search must return the exhaustive best:
-    this checks scores, EOS handling, length penalty and the reordering of state and memory (3 sentences)."""
-    model = half_trained(name)
+    this checks scores, EOS handling, the length treatment and the reordering of state and memory (3 sentences).
+    "ensemble": a transformer and a recurrence model, scored by hand from the members' own forward passes."""
+    members = [half_trained("transformer"), half_trained("biarn-stack-top")] if name == "ensemble" \
+        else [half_trained(name)]
+    model = Ensemble(members) if name == "ensemble" else members[0]
     src = sources(6, lengths=(4, 2, 3))
-    found = beam_search(model, src, beam=40, max_len_a=0.0, max_len_b=3, length_penalty=alpha)
-    expected = [exhaustive(model, src[i], 3, alpha) for i in range(3)]
+    found = beam_search(model, src, beam=40, max_len_a=0.0, max_len_b=3, length=length, alpha=alpha)
+    expected = [exhaustive(members, src[i], 3, length, alpha) for i in range(3)]
     assert found == expected
     assert max(len(h) for h in expected) >= 2
+
+
+@pytest.mark.parametrize("name", ARCHS)
+def test_nbest_scores_are_sorted_recomputable_and_led_by_the_beam_search_output(name):
+    model = make(name, vocab=13, seed=6)
+    src = sources(13)
+    kwargs = dict(beam=4, max_len_a=1.0, max_len_b=4, length="normalize")
+    nbest = beam_search_nbest(model, src, nbest=4, **kwargs)
+    assert [hyps[0][1] for hyps in nbest] == beam_search(model, src, **kwargs)
+    for i, hyps in enumerate(nbest):
+        scores = [s for s, _ in hyps]
+        assert len(hyps) == 4 and scores == sorted(scores, reverse=True)
+        assert len({tuple(h) for _, h in hyps}) == 4  # distinct hypotheses
+        n = int(src[i].ne(0).sum())
+        for score, hyp in hyps:
+            assert score == pytest.approx(sequence_log_prob([model], src[i, :n], hyp) / (len(hyp) + 1), abs=1e-4)
 
 
 @pytest.mark.parametrize("name", ARCHS)
@@ -186,7 +251,7 @@ def test_pruned_beam_search_with_cached_state_equals_recomputation(name):
     """Beam 3 over 13 words prunes and reorders every step; the cached-state search must match a stateless one."""
     model = make(name, vocab=13, seed=4)
     src = sources(13)
-    kwargs = dict(beam=3, max_len_a=1.0, max_len_b=5, length_penalty=0.6)
+    kwargs = dict(beam=3, max_len_a=1.0, max_len_b=5, alpha=0.6)
     cached = beam_search(model, src, **kwargs)
     assert cached == beam_search(Recompute(model), src, **kwargs)
     assert cached != greedy(model, src, max_len_a=1.0, max_len_b=5)  # the search really differs from greedy
@@ -211,11 +276,88 @@ def test_length_limit_and_forced_eos():
     assert beam_search(model, src, beam=2, max_len_a=0.0, max_len_b=0) == [[]]
 
 
-def test_search_restores_training_mode_and_rejects_bad_beam():
-    model = make("transformer", vocab=13).train()
-    src = sources(13)
+def test_a_sentence_that_cannot_end_gets_the_empty_hypothesis():
+    words = [p for n in range(4) for p in itertools.product((3, A, B), repeat=n)]
+    model = TableModel({7: {prefix: {A: 0.5, B: 0.5} for prefix in words}})  # EOS impossible, even when forced
+    src = torch.tensor([[7, EOS], [7, EOS]])
+    assert beam_search_nbest(model, src, nbest=2, beam=2, max_len_a=0.0, max_len_b=2) == [[(-math.inf, [])]] * 2
+    assert beam_search(model, src, beam=2, max_len_a=0.0, max_len_b=2) == [[], []]
+
+
+def test_search_restores_training_mode_and_rejects_bad_settings():
+    model = TableModel(TABLES).train()
+    src = torch.tensor([[7, EOS]])
     beam_search(model, src, beam=2, max_len_b=3)
     greedy(model, src, max_len_b=3)
     assert model.training
     with pytest.raises(PipelineError, match="beam"):
         beam_search(model, src, beam=0)
+    with pytest.raises(PipelineError, match="nbest.*beam size 2, got 3"):
+        beam_search_nbest(model, src, nbest=3, beam=2)
+    with pytest.raises(PipelineError, match="'length'"):
+        beam_search(model, src, length="normalise")
+
+
+# ------------------------------------------------------------------------------------------------- ensembles
+def assert_same_nbest(got, expected):
+    """Same hypotheses in the same order; scores equal up to float rounding."""
+    assert [[h for _, h in hyps] for hyps in got] == [[h for _, h in hyps] for hyps in expected]
+    for g, e in zip(got, expected):
+        assert [s for s, _ in g] == pytest.approx([s for s, _ in e], rel=1e-5, abs=1e-6)
+
+
+def test_an_ensemble_of_a_model_with_itself_is_that_model():
+    """Same hypotheses and (up to float rounding of the renormalisation) the same scores, with pruning (beam 3
+    over 13 words), batching and finished sentences leaving the batch."""
+    model = make("transformer", vocab=13, seed=4)
+    src = sources(13, lengths=(4, 2, 6, 3))
+    kwargs = dict(nbest=3, beam=3, max_len_a=1.0, max_len_b=5, length="normalize")
+    assert_same_nbest(beam_search_nbest(Ensemble([model, model]), src, **kwargs),
+                      beam_search_nbest(model, src, **kwargs))
+    assert greedy(Ensemble([model]), src) == greedy(model, src)
+    assert not model.training  # the search left the member in its own (eval) mode
+    table = TableModel(TABLES)  # exact log-probabilities, SHARED memory entries
+    tsrc = torch.tensor([[7, EOS], [8, EOS], [7, EOS]])
+    assert_same_nbest(beam_search_nbest(Ensemble([table, table]), tsrc, nbest=2, beam=2),
+                      beam_search_nbest(table, tsrc, nbest=2, beam=2))
+
+
+def test_an_ensemble_of_two_models_averages_their_log_probs():
+    first, second = half_trained("transformer"), half_trained("transformer", seed=1)
+    ensemble = Ensemble([first, second])
+    src = sources(6, lengths=(4, 2, 3))
+    bos = torch.full((3, 1), BOS)
+    with torch.no_grad():
+        got, state = ensemble.decode_step(bos, ensemble.encode(src), None)
+        hand = [torch.log_softmax(m.decode_step(bos, m.encode(src), None)[0], -1) for m in (first, second)]
+    torch.testing.assert_close(got, (hand[0] + hand[1]) / 2)
+    assert not torch.allclose(hand[0], hand[1])
+    assert all(key.split("/")[0].removeprefix(SHARED) in ("0", "1") for key in state)  # member-prefixed state
+    kwargs = dict(nbest=3, beam=3, max_len_a=0.0, max_len_b=3, length="none")
+    together = [[s for s, _ in hyps] for hyps in beam_search_nbest(ensemble, src, **kwargs)]
+    for member in (first, second):
+        assert together != [[s for s, _ in hyps] for hyps in beam_search_nbest(member, src, **kwargs)]
+
+
+class Limited(TableModel):
+    max_input_len = 5
+    max_output_len = 1
+
+
+def test_ensemble_limits_are_the_members_minimum_and_vocabularies_must_agree():
+    ensemble = Ensemble([TableModel(TABLES), Limited(TABLES)])
+    assert ensemble.max_input_len == 5 and ensemble.max_output_len == 1
+    assert Ensemble([TableModel(TABLES)]).max_output_len is None
+    src = torch.tensor([[8, EOS]])
+    assert beam_search(TableModel(TABLES), src, beam=2) == [[B, A]]
+    assert len(beam_search(ensemble, src, beam=2)[0]) == 1  # cut to one word by the limited member
+    assert len(greedy(ensemble, src)[0]) == 1
+    memory, order = ensemble.encode(torch.tensor([[8, EOS], [7, EOS]])), torch.tensor([1, 1, 0])
+    by_default = Seq2Seq.reorder_memory(ensemble, memory, order)  # batch-first index_select, SHARED kept
+    by_member = ensemble.reorder_memory(memory, order)
+    assert by_default.keys() == by_member.keys() == memory.keys()
+    assert all(torch.equal(by_default[key], by_member[key]) for key in memory)
+    with pytest.raises(PipelineError, match="at least one"):
+        Ensemble([])
+    with pytest.raises(PipelineError, match="member 1 scores 13 target words, member 0 6"):
+        beam_search(Ensemble([half_trained("transformer"), make("transformer", vocab=13)]), sources(6), beam=2)

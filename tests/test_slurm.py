@@ -2,6 +2,7 @@
 
 Needs root and Debian's slurm-wlm/munge (tests/cluster/start-slurm.sh installs them). Runs whenever CI=true.
 """
+import copy
 import json
 import os
 import shutil
@@ -9,7 +10,7 @@ import subprocess
 
 import pytest
 
-from workspace import ROOT, TABLE, make_workspace, read_table, run, toy_params
+from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, read_table, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 CLUSTER = ROOT / "tests" / "cluster"
@@ -33,9 +34,9 @@ def slurm_cluster():
 
 
 def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster):
-    params = toy_params()
-    params["recipes"]["toy"]["resources"]["gpu"] = 1   # scheduled on the cluster's (fake) GPU
-    ws = make_workspace(tmp_path / "ws", params)
+    paper = copy.deepcopy(TOY_HAO2019)
+    paper["recipes"]["toy"]["resources"]["gpu"] = 1   # scheduled on the cluster's (fake) GPU
+    ws = make_workspace(tmp_path / "ws", papers={"hao2019": paper})
     assert (ws / "slurm").resolve() == (ws / "workflows/profiles/slurm").resolve()
 
     # the literal command of the README, with a hard kill as a safety net

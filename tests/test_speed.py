@@ -19,7 +19,7 @@ SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=1, dec_layers=1, dropou
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return build_model("transformer", SMALL, VOCAB, VOCAB)
+    return build_model({"encoder": "transformer", "decoder": "transformer", **SMALL}, VOCAB, VOCAB)
 
 
 @pytest.fixture(scope="module")

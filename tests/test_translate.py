@@ -1,32 +1,51 @@
-"""Batched translation: input order restored, same output as per-sentence beam search."""
+"""Batched translation: input order restored, same output as per-sentence beam search, search settings passed
+through; n-best lists (translate_nbest) and their file format (pipeline.fileio write_nbest / read_nbest)."""
+import os
+
 import pytest
 import torch
+import torch.nn.functional as F
 
-from pipeline.data.batching import encode_source, pad
+from pipeline.data.batching import encode_source, make_batch, pad, token_batches
 from pipeline.data.synthetic import synthetic_pairs
-from pipeline.data.vocab import Vocab
-from pipeline.models.registry import build_model
-from pipeline.search import beam_search
-from pipeline.train import Recipe, fit, seed_everything
-from pipeline.translate import length_sorted_chunks, translate_lines
+from pipeline.data.vocab import PAD, Vocab
+from pipeline.errors import PipelineError
+from pipeline.fileio import read_lines, read_nbest, write_nbest
+from pipeline.search import beam_search, beam_search_nbest
+from pipeline.translate import length_sorted_chunks, translate_lines, translate_nbest
 
 torch.set_num_threads(1)
 
 
+def make_model(vocab_size):
+    """The one place that builds a model: a small transformer."""
+    from pipeline.models import build_model
+    options = dict(d_model=64, ffn_dim=128, heads=4, enc_layers=1, dec_layers=1, dropout=0.0)
+    return build_model({"encoder": "transformer", "decoder": "transformer", **options}, vocab_size, vocab_size)
+
+
 @pytest.fixture(scope="module")
-def copy_model(tmp_path_factory):
+def copy_model():
     """A small transformer trained briefly on the copy task (outputs track inputs) and its vocabulary."""
-    root = tmp_path_factory.mktemp("translate")
     pairs = synthetic_pairs("copy", 1500, seed=1)
     vocab = Vocab.build([s for s, _ in pairs])
-    data = ([vocab.encode(s) for s, _ in pairs], [vocab.encode(t) for _, t in pairs])
-    options = dict(d_model=64, ffn_dim=128, heads=4, enc_layers=1, dec_layers=1, dropout=0.0)
-    seed_everything(1)
-    model = build_model("transformer", options, len(vocab), len(vocab))
-    fit(model, data, (data[0][:20], data[1][:20]),
-        Recipe(lr=3e-3, warmup=40, max_steps=200, batch_tokens=800, checkpoint_every=200, valid_every=200),
-        run_dir=root / "run", out_dir=root / "out", progress=False,
-        meta={"arch": "transformer", "options": options, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab)})
+    src, tgt = [vocab.encode(s) for s, _ in pairs], [vocab.encode(t) for _, t in pairs]
+    torch.manual_seed(1)
+    model = make_model(len(vocab)).train()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+    step, epoch = 0, 0
+    while step < 200:
+        for batch in token_batches([len(s) for s in src], [len(t) for t in tgt], 800, seed=1, epoch=epoch):
+            step += 1
+            for group in opt.param_groups:
+                group["lr"] = 3e-3 * min(1.0, step / 40)
+            x, y_in, y_out = make_batch([src[i] for i in batch], [tgt[i] for i in batch])
+            opt.zero_grad()
+            F.cross_entropy(model(x, y_in).flatten(0, 1), y_out.flatten(), ignore_index=PAD).backward()
+            opt.step()
+            if step == 200:
+                break
+        epoch += 1
     return model.eval(), vocab
 
 
@@ -47,7 +66,7 @@ def _one_by_one(model, vocab, lines, **kwargs):
 def test_batched_equals_per_sentence_beam_search_in_input_order(copy_model):
     model, vocab = copy_model
     lines = _lines()
-    reference = _one_by_one(model, vocab, lines, beam=4, length_penalty=0.6, max_len_a=1.2, max_len_b=10)
+    reference = _one_by_one(model, vocab, lines, beam=4, length="penalty", alpha=0.6, max_len_a=1.2, max_len_b=10)
     for batch_size in (1, 4, 64):
         assert translate_lines(model, vocab, vocab, lines, batch_size=batch_size, progress=False) == reference
     # the model copies, so restored order shows up as outputs equal to their own inputs
@@ -55,12 +74,13 @@ def test_batched_equals_per_sentence_beam_search_in_input_order(copy_model):
     assert copied >= 0.5 * (len(lines) - 2), copied  # a shuffled order would match almost none
 
 
-def test_search_settings_are_passed_through(copy_model):
+@pytest.mark.parametrize("length, alpha", [("penalty", 1.0), ("normalize", 0.6), ("none", 0.6)])
+def test_search_settings_are_passed_through(copy_model, length, alpha):
     model, vocab = copy_model
     lines = _lines()
-    reference = _one_by_one(model, vocab, lines, beam=2, length_penalty=1.0, max_len_a=0.0, max_len_b=2)
-    got = translate_lines(model, vocab, vocab, lines, beam=2, length_penalty=1.0, max_len_a=0.0, max_len_b=2,
-                          batch_size=5, progress=False)
+    settings = dict(beam=2, length=length, alpha=alpha, max_len_a=0.0, max_len_b=2)
+    reference = _one_by_one(model, vocab, lines, **settings)
+    got = translate_lines(model, vocab, vocab, lines, batch_size=5, progress=False, **settings)
     assert got == reference
     assert all(len(hyp.split()) <= 2 for hyp in got) and any(len(line.split()) > 2 for line in lines)
 
@@ -70,9 +90,12 @@ def test_model_mode_is_restored_and_empty_input_is_empty(copy_model):
     model.train()
     try:
         assert translate_lines(model, vocab, vocab, [], progress=False) == []
+        assert translate_lines(model, vocab, vocab, ["w1 w2"], progress=False)
         assert model.training
     finally:
         model.eval()
+    with pytest.raises(PipelineError, match="batch_size"):
+        translate_lines(model, vocab, vocab, ["w1"], batch_size=0, progress=False)
 
 
 def test_chunks_group_by_length_and_cover_every_index():
@@ -80,3 +103,62 @@ def test_chunks_group_by_length_and_cover_every_index():
     chunks = length_sorted_chunks(lengths, 3)
     assert chunks == [[1, 3, 5], [4, 0, 6], [2]]
     assert sorted(i for c in chunks for i in c) == list(range(len(lengths)))
+
+
+# ------------------------------------------------------------------------------------------------- n-best lists
+def test_nbest_lists_are_ranked_and_led_by_the_plain_output(copy_model):
+    model, vocab = copy_model
+    lines = _lines()
+    settings = dict(beam=5, length="normalize", alpha=0.6, max_len_a=1.2, max_len_b=10)
+    nbest = translate_nbest(model, vocab, vocab, lines, nbest=4, batch_size=4, progress=False, **settings)
+    assert [hyps[0][1] for hyps in nbest] == translate_lines(model, vocab, vocab, lines, progress=False, **settings)
+    for line, hyps in zip(lines, nbest):
+        scores = [s for s, _ in hyps]
+        assert len(hyps) == 4 and scores == sorted(scores, reverse=True) and len(set(scores)) > 1
+        alone = beam_search_nbest(model, pad([encode_source(vocab.encode(line))]), nbest=4, **settings)[0]
+        assert [t for _, t in hyps] == [vocab.decode(h) for _, h in alone]  # batched = alone
+        assert scores == pytest.approx([s for s, _ in alone], abs=1e-5)  # up to padding's float rounding
+
+
+def test_nbest_file_round_trip_and_one_best(copy_model, tmp_path):
+    model, vocab = copy_model
+    lines = _lines()
+    nbest = translate_nbest(model, vocab, vocab, lines, nbest=3, beam=3, progress=False)
+    path = tmp_path / "test.nbest"
+    write_nbest(path, nbest)
+    assert read_nbest(path) == nbest  # scores exactly (repr)
+    assert read_nbest(path, sentences=len(lines)) == nbest
+    text = read_lines(path)
+    assert len(text) == sum(len(h) for h in nbest) == 3 * len(lines)
+    i, hyp, score = text[0].split(" ||| ")
+    assert (int(i), hyp, float(score)) == (0, nbest[0][0][1], nbest[0][0][0])
+    assert [hyps[0][1] for hyps in read_nbest(path)] == translate_lines(model, vocab, vocab, lines, beam=3,
+                                                                        progress=False)
+
+
+def test_nbest_file_keeps_any_one_line_text_and_gaps(tmp_path):
+    lists = [[(-0.5, "a ||| b"), (-1.25, "")], [], [(-2.0, "x |||"), (float("-inf"), " ||| lead")],
+             [(0.1 + 0.2, "ünï ||| cödé |||")]]
+    path = tmp_path / "odd.nbest"
+    write_nbest(path, lists)
+    assert read_nbest(path) == lists
+    assert read_nbest(path, sentences=6) == lists + [[], []]
+    assert read_lines(path)[0] == "0 ||| a ||| b ||| -0.5"
+
+
+def test_nbest_writing_is_atomic_and_reading_validates(tmp_path):
+    path = tmp_path / "out.nbest"
+    write_nbest(path, [[(-1.0, "kept")]])
+    with pytest.raises(PipelineError, match="sentence 1 holds a line break"):
+        write_nbest(path, [[(-1.0, "new")], [(-2.0, "two\nlines")]])
+    assert read_nbest(path) == [[(-1.0, "kept")]] and os.listdir(tmp_path) == ["out.nbest"]
+    bad = {"0 ||| no score": ":1: expected '<sentence index> ||| <hypothesis> ||| <score>'",
+           "0 ||| a ||| 1.0\nx ||| b ||| 2.0": ":2: expected",
+           "0 ||| a ||| high": ":1: expected",
+           "-1 ||| a ||| 1.0": ":1: expected",
+           "1 ||| a ||| 1.0\n0 ||| b ||| 2.0": ":2: sentence 0 after sentence 1",
+           "3 ||| a ||| 1.0": ":1: sentence index 3; expected fewer than 2"}
+    for content, message in bad.items():
+        path.write_text(content + "\n", encoding="utf-8")
+        with pytest.raises(PipelineError, match=f"{path.name}{message}".replace("|", r"\|")):
+            read_nbest(path, sentences=2)

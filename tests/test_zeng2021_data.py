@@ -107,6 +107,10 @@ def test_nist_builds_dev_and_five_test_sets_from_user_files(tmp_path):
     assert read(out / "train.zh") == ["你好", "谢谢", "再见"]
     assert read(out / "valid.en") == ["sentence 02 ref 0"] * 2
     assert read(out / "test-mt08.zh") == ["句子 08"] * 8 and read(out / "test.en") == ["sentence 03 ref 0"] * 3
+    for k in (1, 2, 3):  # all four references of every NIST set, line-aligned: <split>.en.1 .. .3
+        assert read(out / f"test.en.{k}") == [f"sentence 03 ref {k}"] * 3
+        assert read(out / f"test-mt05.en.{k}") == [f"sentence 05 ref {k}"] * 5
+    assert not (out / "test.en.4").exists()
     assert json.loads((out / "datacard.json").read_text(encoding="utf-8"))["unverified"] == [
         "paths.manual.nist12_zh_en_train", "paths.manual.nist_zh_en_eval"]
     with pytest.raises(PipelineError, match=r"registered for zh->en only; got src='en', tgt='zh'"):

@@ -2,50 +2,55 @@
 import re
 
 import pytest
-import yaml
 
-from workspace import ROOT, make_workspace, read_table, run, toy_project_params
+from workspace import make_workspace, project_params, read_table, run, toy_project_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
-KEPT_PAIRS = ("en-de", "zh-en")  # Table 1 on toy corpora: two of its ten directions keep the test short
+KEPT_PAIRS = ("en-de", "en-fr", "zh-en")  # Table 1 on toy corpora: three of its ten directions keep the test short
 
 
 def zeng2021_targets() -> list[str]:
-    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-    specs = {**params["tables"], **params.get("figures", {})}
-    return sorted(f"results/zeng2021/{spec['output']}.tsv" for spec in specs.values() if spec["paper"] == "zeng2021")
+    _, papers = project_params()
+    specs = {**papers["zeng2021"]["tables"], **papers["zeng2021"]["figures"]}
+    return sorted(f"results/zeng2021/{name.removeprefix('zeng2021-')}.tsv" for name in specs)
 
 
 def test_every_zeng2021_target_dry_runs_at_paper_scale(tmp_path):
-    ws = make_workspace(tmp_path / "ws", yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")))
+    shared, papers = project_params()
+    ws = make_workspace(tmp_path / "ws", shared, papers)
     targets = zeng2021_targets()
     assert len(targets) == 10  # Tables 1-4, Figures 3-8
     dry = run(["snakemake", "-n", "-p", "--cores", "1", "--config", "scale=paper", "--", *targets], ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
     assert int(jobs["train"]) == 78  # 60 of Table 1, 4 of Table 2, 4 of Table 3, 10 of Table 4
     assert int(jobs["significance"]) == 5 * 10 + 4  # vs TransF: Table 1's five systems in ten directions, Table 2
-    assert int(jobs["speed"]) == 2 and int(jobs["attention"]) == 9 and int(jobs["patterns"]) == 1
-    assert "artifacts/paper/models/z-zhen-ranall/model.pt" in dry.stdout
+    assert int(jobs["analysis_speed"]) == 2 and int(jobs["analysis_attention"]) == 9
+    assert int(jobs["analysis_patterns"]) == 1
+    assert "artifacts/paper/models/z-zh-en-ran-all/model.pt" in dry.stdout
     assert "torchrun --standalone --nproc_per_node 8" in dry.stdout  # WMT: 8 GPUs
     assert "torchrun --standalone --nproc_per_node 2" in dry.stdout  # En-Tr and Zh-En: 2 GPUs
     assert '"length_penalty": 1.0' in dry.stdout  # Zh-En decodes with length penalty 1.0
 
 
-def _toy_params() -> dict:
-    params = toy_project_params()
-    table1 = params["tables"]["zeng2021-table1"]["cells"]
-    for row in table1.values():
-        for pair in list(row):
-            if pair not in KEPT_PAIRS:
-                del row[pair]
-    params["analysis"].update(speed_sentences=20, speed_batch_sizes=[10, 100], speed_beams=[1, 4], speed_repeats=1,
-                              attention_sentences=30, patterns_size=12)
-    return params
+def _toy_params() -> tuple[dict, dict]:
+    shared, papers = toy_project_params()
+    zeng = papers["zeng2021"]
+    directions = zeng["grids"]["z"]["directions"]
+    for pair in list(directions):
+        if pair not in KEPT_PAIRS:
+            del directions[pair]
+    figures = zeng["figures"]
+    figures["zeng2021-fig3"]["analyses"]["speed"] = {"sentences": 20, "batch_sizes": [10, 100], "beams": [1, 4],
+                                                     "repeats": 1}
+    for name in ("zeng2021-fig4", "zeng2021-fig5", "zeng2021-fig7"):
+        figures[name]["analyses"]["attention"] = {"sentences": 30, "bins": 20}
+    figures["zeng2021-fig6"]["analyses"]["patterns"] = {"size": 12}
+    return shared, {"zeng2021": zeng}
 
 
 def test_every_zeng2021_target_builds_on_toy_corpora(tmp_path):
-    ws = make_workspace(tmp_path / "ws", _toy_params())
+    ws = make_workspace(tmp_path / "ws", *_toy_params())
     run(["snakemake", *PROFILE, "--", *zeng2021_targets()], ws, timeout=1500)
     results = ws / "results/zeng2021"
 

@@ -1,7 +1,7 @@
-"""A toy copy of the project (same Snakefile, rules, dvc.yaml, package) with a tiny params.yaml.
+"""A toy copy of the project (same Snakefile, rules, package) with tiny params.yaml and params/<paper>.yaml files.
 
-The toy params keep every real part (synthetic corpora through fetch/tokenize/BPE, real training,
-beam search, sacreBLEU, bootstrap, the real table layout) but train for seconds.
+The toy params keep every real part (synthetic corpora through fetch/tokenize/BPE, real training, beam search,
+sacreBLEU, bootstrap, the real table layout) but train for seconds.
 """
 from __future__ import annotations
 
@@ -17,83 +17,99 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
-_TOY_MODEL = {"d_model": 32, "ffn_dim": 64, "heads": 2, "enc_layers": 1, "dec_layers": 1, "dropout": 0.0,
-              "tie_output": True}
-_TOY_RESOURCES = {"gpu": 0, "runtime": 10, "mem_mb": 1000, "cpus": 1}
+TOY_MODEL = {"encoder": "transformer", "decoder": "transformer", "d_model": 32, "ffn_dim": 64, "heads": 2,
+             "enc_layers": 1, "dec_layers": 1, "dropout": 0.0, "tie_output": True}
+TOY_RESOURCES = {"gpu": 0, "runtime": 10, "mem_mb": 1000, "cpus": 1}
+TOY_RECIPE = {"optimizer": "adam", "lr": 0.003, "warmup": 20, "max_steps": 60, "batch_size": 600,
+              "label_smoothing": 0.1, "checkpoint_every": 20, "valid_every": 20, "resources": dict(TOY_RESOURCES)}
+TOY_FINETUNE = {**TOY_RECIPE, "lr": 0.002, "warmup": 10, "max_steps": 30, "checkpoint_every": 10, "valid_every": 10}
+TOY_CORPUS = {"max_len": 30, "bpe_merges": 30, "valid_size": 40, "test_size": 60}
 
-TOY_PARAMS = {
+TOY_SHARED = {
     "scale": "tiny",
     "seed": 1,
     "paths": {"artifacts": "artifacts", "downloads": "artifacts/downloads", "manual": {}},
+    "decoding": {"beam": 2, "length": "penalty", "length_penalty": 0.6, "batch_size": 30, "max_len_a": 1.2,
+                 "max_len_b": 5},
+    "significance": {"test": "paired_bootstrap", "n_samples": 100, "seed": 12345},
+}
+TOY_HAO2019 = {
     "corpora": {
-        "zh-en": {"src": "zh", "tgt": "en", "source": "toy-reorder", "max_len": 30, "bpe_merges": 30,
-                  "joint_bpe": False, "valid_size": 40, "test_size": 60},
-        "en-de": {"src": "en", "tgt": "de", "source": "toy-copy", "max_len": 30, "bpe_merges": 30,
-                  "joint_bpe": True, "valid_size": 40, "test_size": 60},
+        "zh-en": {"src": "zh", "tgt": "en", "source": "toy-reorder", "joint_bpe": False, **TOY_CORPUS},
+        "en-de": {"src": "en", "tgt": "de", "source": "toy-copy", "joint_bpe": True, **TOY_CORPUS},
     },
     "models": {
-        "toy": {"arch": "transformer", **_TOY_MODEL},
-        "toy-biarn": {"arch": "recurrence", **_TOY_MODEL, "rec_type": "biarn", "rec_layers": 1, "rec_steps": 4,
-                      "integration": "stack", "integrate_into": "top"},
+        "toy": dict(TOY_MODEL),
+        "toy-biarn": {**TOY_MODEL, "encoder": "recurrence", "decoder": "recurrence", "rec_type": "biarn",
+                      "rec_layers": 1, "rec_steps": 4, "integration": "stack", "integrate_into": "top"},
     },
-    "recipes": {
-        "toy": {"lr": 0.003, "warmup": 20, "max_steps": 60, "batch_tokens": 600, "checkpoint_every": 20,
-                "valid_every": 20, "resources": dict(_TOY_RESOURCES)},
-        "toy-finetune": {"lr": 0.002, "warmup": 10, "max_steps": 30, "batch_tokens": 600, "checkpoint_every": 10,
-                         "valid_every": 10, "resources": dict(_TOY_RESOURCES)},
-    },
-    "decoding": {"beam": 2, "length_penalty": 0.6, "batch_size": 30, "max_len_a": 1.2, "max_len_b": 5},
-    "significance": {"n_samples": 100, "seed": 12345},
+    "recipes": {"toy": dict(TOY_RECIPE), "toy-finetune": dict(TOY_FINETUNE)},
     "experiments": {
         "zhen-base": {"corpus": "zh-en", "model": "toy", "recipe": "toy"},
         "ende-base": {"corpus": "en-de", "model": "toy", "recipe": "toy"},
-    },
-    "finetunes": {
         "zhen-base-biarn": {"corpus": "zh-en", "model": "toy-biarn", "recipe": "toy-finetune", "init": "zhen-base"},
         "ende-base-biarn": {"corpus": "en-de", "model": "toy-biarn", "recipe": "toy-finetune", "init": "ende-base"},
     },
     "tables": {
         "hao2019-table3": {
-            "paper": "hao2019", "output": "table3",
             "cells": {"base": {"zh-en": "zhen-base", "en-de": "ende-base"},
                       "base+biarn": {"zh-en": "zhen-base-biarn", "en-de": "ende-base-biarn"}},
-            "baselines": {"base+biarn": "base"},
+            "values": {"bleu": "sacrebleu", "params": "train.n_params"},
+            "significance": {"value": "bleu", "baselines": {"base+biarn": "base"}},
         }
     },
-    "figures": {},
-    "probing": {"corpus": "en-de", "max_per_task": 300, "seed": 1, "epochs": 20, "hidden": 0, "lr": 0.01},
 }
 TABLE = "results/hao2019/table3.tsv"
-PROJECT_FILES = ("Snakefile", "dvc.yaml", "workflows", "pipeline", "slurm", ".dvcignore")
+PROJECT_FILES = ("Snakefile", "workflows", "pipeline", "slurm", ".dvcignore")
 
 
-def toy_project_params() -> dict:
-    """The project's own params.yaml with every corpus, model and recipe shrunk to toy size (same tables)."""
-    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-    toy_corpus = {"max_len": 30, "bpe_merges": 30, "valid_size": 40, "test_size": 60}
-    for name, corpus in params["corpora"].items():
-        corpus.update(toy_corpus, source="toy-reorder" if corpus["src"] == "zh" else "toy-copy")
-    for model in params["models"].values():
-        model.update({k: v for k, v in _TOY_MODEL.items() if k in model})
-        if "rnn_layers" in model:
-            model["rnn_layers"] = 2
-    for name, recipe in params["recipes"].items():
-        recipe.update(TOY_PARAMS["recipes"]["toy-finetune" if name == "finetune" else "toy"])
-    params["decoding"] = dict(TOY_PARAMS["decoding"])
-    params["significance"] = dict(TOY_PARAMS["significance"])
-    params["probing"] = dict(TOY_PARAMS["probing"])
-    return params
+def project_params() -> tuple[dict, dict[str, dict]]:
+    """The project's own params.yaml and params/<paper>.yaml mappings."""
+    shared = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    papers = {path.stem: yaml.safe_load(path.read_text(encoding="utf-8"))
+              for path in sorted((ROOT / "params").glob("*.yaml"))}
+    return shared, papers
+
+
+def toy_project_params() -> tuple[dict, dict[str, dict]]:
+    """The project's own params with every corpus, model and recipe shrunk to toy size (same systems and tables)."""
+    shared, papers = project_params()
+    shared.update(decoding=dict(TOY_SHARED["decoding"]), significance=dict(TOY_SHARED["significance"]))
+    for paper in papers.values():
+        for corpus in paper.get("corpora", {}).values():
+            corpus.update(TOY_CORPUS, source="toy-reorder" if corpus["src"] == "zh" else "toy-copy")
+        for model in paper.get("models", {}).values():
+            model.update({k: v for k, v in TOY_MODEL.items() if k in model and k not in ("encoder", "decoder")})
+            if "rnn_layers" in model:
+                model["rnn_layers"] = 2
+        for name, recipe in paper.get("recipes", {}).items():
+            recipe.clear()
+            recipe.update(copy.deepcopy(TOY_FINETUNE if name == "finetune" else TOY_RECIPE))
+        for table in {**paper.get("tables", {}), **paper.get("figures", {})}.values():
+            probing = table.get("analyses", {}).get("probing")
+            if probing:
+                probing.update(max_per_task=300, epochs=20)
+    return shared, papers
 
 
 def toy_params(**changes) -> dict:
-    """A deep copy of TOY_PARAMS with top-level keys replaced."""
-    params = copy.deepcopy(TOY_PARAMS)
-    params.update(changes)
-    return params
+    """A deep copy of TOY_SHARED with top-level keys replaced."""
+    return {**copy.deepcopy(TOY_SHARED), **changes}
 
 
-def make_workspace(path: Path, params: dict | None = None, git: bool = False) -> Path:
-    """Copy the project files into `path` and write the toy params.yaml; optionally a git + DVC repo."""
+def write_params(path: Path, shared: dict, papers: dict[str, dict]) -> None:
+    """params.yaml and params/<paper>.yaml (any paper file there before is removed)."""
+    (path / "params.yaml").write_text(yaml.safe_dump(shared, sort_keys=False), encoding="utf-8")
+    shutil.rmtree(path / "params", ignore_errors=True)
+    (path / "params").mkdir()
+    for paper, data in papers.items():
+        (path / "params" / f"{paper}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
+                                                       encoding="utf-8")
+
+
+def make_workspace(path: Path, shared: dict | None = None, papers: dict[str, dict] | None = None,
+                   git: bool = False) -> Path:
+    """Copy the project files into `path`, write toy params (and a generated dvc.yaml); optionally git + DVC."""
     path.mkdir(parents=True, exist_ok=True)
     for name in PROJECT_FILES:
         source = ROOT / name
@@ -103,8 +119,9 @@ def make_workspace(path: Path, params: dict | None = None, git: bool = False) ->
             shutil.copytree(source, path / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, path / name)
-    (path / "params.yaml").write_text(yaml.safe_dump(params or TOY_PARAMS, sort_keys=False), encoding="utf-8")
+    write_params(path, copy.deepcopy(shared or TOY_SHARED), copy.deepcopy(papers or {"hao2019": TOY_HAO2019}))
     (path / ".gitignore").write_text((ROOT / ".gitignore").read_text(encoding="utf-8"), encoding="utf-8")
+    run(["python", "-m", "pipeline", "dvc-yaml"], path)
     if git:
         run(["git", "init", "-q"], path)
         run(["git", "config", "user.email", "test@example.invalid"], path)
@@ -115,7 +132,7 @@ def make_workspace(path: Path, params: dict | None = None, git: bool = False) ->
 
 
 def env() -> dict:
-    """The environment the tools run in: this venv first on PATH, single-threaded torch."""
+    """The environment the tools run in: this venv first on PATH, single-threaded torch, the workspace's package."""
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1"}
 
 

@@ -1,4 +1,4 @@
-"""Token-count batching, padding, and the (src, tgt_in, tgt_out) triple every model trains on."""
+"""Token-count and sentence-count batching, padding, and the (src, tgt_in, tgt_out) triple every model trains on."""
 from __future__ import annotations
 
 import random
@@ -27,7 +27,7 @@ def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens
         raise PipelineError(f"token_batches: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
                             "expected one per pair")
     if batch_tokens < 1:
-        raise PipelineError(f"batch_tokens: got {batch_tokens}, expected a positive integer")
+        raise PipelineError(f"batch_size: got {batch_tokens}, expected a positive integer (padded tokens per batch)")
     order = sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
     batches: list[list[int]] = []
     current: list[int] = []
@@ -44,6 +44,28 @@ def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens
     if shuffle:
         random.Random(f"{seed}/{epoch}").shuffle(batches)
     return batches
+
+
+def sentence_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int, *, seed: int, epoch: int,
+                     shuffle: bool = True) -> list[list[int]]:
+    """Indices in batches of exactly `batch_size` pairs but the last; order seeded by (seed, epoch).
+
+    Pairs are sorted by (target length, source length, index) and cut into consecutive batches (shu2016: batches
+    of 64 pairs grouped by length). The full batches are shuffled with a generator seeded by (seed, epoch); the
+    one short batch (the longest pairs, if len % batch_size) stays last (our choice: only the last batch of an
+    epoch is short).
+    """
+    if len(src_lens) != len(tgt_lens):
+        raise PipelineError(f"sentence_batches: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
+                            "expected one per pair")
+    if batch_size < 1:
+        raise PipelineError(f"batch_size: got {batch_size}, expected a positive integer (sentence pairs)")
+    order = sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    short = batches.pop() if batches and len(batches[-1]) < batch_size else None
+    if shuffle:
+        random.Random(f"{seed}/{epoch}").shuffle(batches)
+    return batches + ([short] if short else [])
 
 
 def pad(seqs: Sequence[Sequence[int]], pad_id: int = PAD) -> torch.Tensor:

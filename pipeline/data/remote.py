@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from pipeline.data.download import archive_kind, download, extract
 from pipeline.errors import PipelineError
-from pipeline.fileio import atomic_open
+from pipeline.fileio import atomic_open, write_lines
 
 # Where params.yaml keeps user-supplied paths; error messages name keys as f"{MANUAL_PARAMS_SECTION}.{key}".
 MANUAL_PARAMS_SECTION = "paths.manual"
@@ -98,10 +98,12 @@ class Member:
 
 @dataclass(frozen=True)
 class ParallelPart:
-    """A named parallel corpus part: one Member per language."""
+    """A named parallel corpus part: one Member per language, and further references of a test set (NIST has four
+    references per sentence: the first is the target side, the others are written as <split>.<tgt>.1, .2, ...)."""
 
     name: str
     sides: tuple[tuple[str, Member], ...]
+    more_references: tuple[tuple[str, Member], ...] = ()  # (language, member) of references 1, 2, ...
 
     def member(self, lang: str) -> Member:
         """The member holding language `lang`."""
@@ -152,7 +154,7 @@ class RemoteTask:
         """User-supplied files and the member paths expected in each."""
         out: dict[ManualFile, list[str]] = {}
         for p in self.parts():
-            for _, member in p.sides:
+            for _, member in p.sides + p.more_references:
                 if isinstance(member.file, ManualFile):
                     out.setdefault(member.file, []).append(member.path or "(the file itself)")
         return out
@@ -307,8 +309,10 @@ NIST_ZH_EN_EVAL = ManualFile(
 
 
 def _nist_set(year: str) -> ParallelPart:
-    """MT<year> from the user's NIST directory; the built target side is reference 0 (our choice)."""
-    return part(f"mt{year}", NIST_ZH_EN_EVAL, {"zh": f"mt{year}.zh", "en": f"mt{year}.en0"})
+    """MT<year> from the user's NIST directory: the target side is reference 0, references 1-3 come along."""
+    more = tuple(("en", Member(NIST_ZH_EN_EVAL, f"mt{year}.en{k}")) for k in range(1, NIST_REFERENCES))
+    return ParallelPart(f"mt{year}", (("zh", Member(NIST_ZH_EN_EVAL, f"mt{year}.zh")),
+                                      ("en", Member(NIST_ZH_EN_EVAL, f"mt{year}.en0"))), more)
 
 
 NIST12_ZH_EN = RemoteTask(
@@ -469,6 +473,12 @@ def _clean(raw: bytes, path: Path, number: int) -> tuple[str, bool]:
     return cleaned, cleaned != text
 
 
+def _clean_lines(path: Path) -> list[str]:
+    """A file's lines decoded and cleaned as _append_part does."""
+    with open(path, "rb") as handle:
+        return [_clean(raw, path, number)[0] for number, raw in enumerate(handle, start=1)]
+
+
 def _append_part(name: str, src_path: Path, tgt_path: Path, out_src: IO, out_tgt: IO) -> tuple[int, int]:
     """Append a part's aligned lines to the open outputs; returns (lines, lines normalised).
 
@@ -565,6 +575,16 @@ def build_remote(task: RemoteTask, src: str, tgt: str, out_dir: Path, cache_dir:
     inputs = {split: [(item.name, *_materialise(item, src, tgt, builder)) for item in items]
               for split, items in [("train", task.train)] + [(name, [s]) for name, s in task.eval_sets()]}
     splits = {split: _write_split(split, items, src, tgt, out_dir) for split, items in inputs.items()}
+    for split, item in task.eval_sets():
+        references = [m for lang, m in getattr(item, "more_references", ()) if lang == tgt]
+        for k, member in enumerate(references, start=1):  # <split>.<tgt>.k, line-aligned with <split>.<tgt>
+            path, info = builder.local_text(member)
+            lines = _clean_lines(path)
+            if len(lines) != splits[split]["lines"]:
+                raise PipelineError(f"{path}: {len(lines)} lines, but {split}.{tgt} has {splits[split]['lines']}; "
+                                    f"expected reference {k} of {item.name} to align line by line")
+            write_lines(out_dir / f"{split}.{tgt}.{k}", lines)
+            splits[split].setdefault("references", []).append(dict(info, member=member.path))
     unverified = sorted({side.get("key") or side.get("manual_key") or side.get("sacrebleu")
                          for s in splits.values() for e in s["parts"] for side in e["files"].values()
                          if not side.get("verified")})

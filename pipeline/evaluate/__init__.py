@@ -1,1 +1,1 @@
-"""Scoring: corpus BLEU (sacrebleu) and paired significance tests."""
+"""Scoring: the metrics registry (sacreBLEU, tokenised BLEU, ROUGE), significance tests, analyses."""

@@ -1,4 +1,4 @@
-"""zeng2021 sec. 4.1-4.3: self-attention entropy (eq. 5, Figure 4), weight histograms (Figure 5), RAN patterns
+"""Zeng et al. (2021) sec. 4.1-4.3: self-attention entropy (eq. 5, Figure 4), weight histograms (Figure 5), RAN patterns
 (Figure 6) and Jensen-Shannon divergence between layers (Figure 7), from teacher-forced passes."""
 from __future__ import annotations
 
@@ -11,17 +11,23 @@ from torch import Tensor, nn
 from pipeline.data.batching import make_batch
 from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
+from pipeline.models.ran import using
 from pipeline.search import inference
 
 SIDES = ("enc", "dec")
 
 
+def _part(model: nn.Module, side: str) -> nn.Module:
+    """The encoder ("enc") or decoder ("dec") of a composed model."""
+    return getattr(model, "encoder" if side == "enc" else "decoder", None)
+
+
 def _layers(model: nn.Module, side: str) -> nn.ModuleList:
     """The encoder or decoder layers of a Transformer-like model; PipelineError if it has none."""
-    layers = getattr(model, "encoder_layers" if side == "enc" else "decoder_layers", None)
-    if layers is None or not all(hasattr(layer.self_attn, "attention_weights") for layer in layers):
+    layers = getattr(_part(model, side), "layers", None)
+    if layers is None or not all(hasattr(getattr(layer, "self_attn", None), "attention_weights") for layer in layers):
         raise PipelineError(f"attention analysis: model {type(model).__name__} has no {side} layers whose "
-                            "self_attn offers attention_weights (expected a transformer)")
+                            "self_attn offers attention_weights (expected a transformer encoder and decoder)")
     return layers
 
 
@@ -79,7 +85,7 @@ class _Side:
 def _hooks(model: nn.Module, sink) -> Iterator[None]:
     """Forward hooks re-computing every self_attn's weights with its inputs: sink(side, index, [B,h,T,S]).
 
-    They run inside the layer's call, so a pattern side's context (Transformer.patterns_of) is active."""
+    They run inside the layer's call, so a pattern side's context (ran.using, entered by the stack) is active."""
     handles = []
 
     def make(side: str, index: int):
@@ -140,22 +146,22 @@ def attention_statistics(model: nn.Module, src_ids: list[list[int]], tgt_ids: li
 
 
 def pattern_weights(model: nn.Module, size: int) -> dict:
-    """zeng2021 Figure 6: head-averaged input-independent weights [n][n] per layer of a pattern side (decoder
+    """Zeng et al. (2021) Figure 6: head-averaged input-independent weights [n][n] per layer of a pattern side (decoder
     causal), n = min(size, ran_max_len); None for a dot-product side: {"enc": [L][n][n] | None, "dec": ...}."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise PipelineError(f"pattern_weights: argument 'size' must be a positive integer, got {size!r}")
-    o = model.options
-    n = min(size, o.ran_max_len)
     device = next(model.parameters()).device
-    x = torch.zeros(1, n, o.d_model, device=device)  # the weights do not depend on it
     out: dict[str, list | None] = {}
     with inference(model):
         for side in SIDES:
-            patterns = model.enc_patterns if side == "enc" else model.dec_patterns
+            part = _part(model, side)
+            patterns = getattr(part, "patterns", None)
             if patterns is None:
                 out[side] = None
                 continue
-            with model.patterns_of(patterns):
+            n = min(size, part.options.ran_max_len)
+            x = torch.zeros(1, n, part.options.d_model, device=device)  # the weights do not depend on it
+            with using(patterns):
                 out[side] = [layer.self_attn.attention_weights(x, x, None, causal=side == "dec")[0].mean(0)
                              .double().cpu().tolist() for layer in _layers(model, side)]
     return out

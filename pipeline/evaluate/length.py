@@ -1,14 +1,8 @@
-"""BLEU by source-sentence length (hao2019 section 5.4): corpus BLEU of each length bin's sentences."""
+"""BLEU by sentence length: corpus BLEU of each length bin's sentences (the bins come from the table's settings)."""
 from __future__ import annotations
 
 from pipeline.errors import PipelineError
 from pipeline.evaluate.bleu import bleu, check_aligned, check_tokenize
-
-# The paper's bins in source words (the tokenised source): (0, 15], (15, 30], (30, 45], > 45.
-LENGTH_BINS = ((0, 15), (15, 30), (30, 45), (45, None))
-# zeng2021 Figure 8: seven bins whose bounds the paper does not print; our choice: steps of 10 words.
-ZENG2021_BINS = ((0, 10), (10, 20), (20, 30), (30, 40), (40, 50), (50, 60), (60, None))
-BINS = {"hao2019": LENGTH_BINS, "zeng2021": ZENG2021_BINS}
 
 
 def check_bins(bins) -> None:
@@ -35,7 +29,7 @@ def bin_label(lo: int, hi: int | None) -> str:
     return f"> {lo}" if hi is None else f"({lo}, {hi}]"
 
 
-def bin_index(length: int, bins=LENGTH_BINS) -> int:
+def bin_index(length: int, bins) -> int:
     """Index of the bin holding `length` (lo < length <= hi).
 
     Our choice: a length at or below the first lower bound (an empty source line) counts in the first bin.
@@ -46,8 +40,7 @@ def bin_index(length: int, bins=LENGTH_BINS) -> int:
     raise AssertionError("unreachable: the last bin is open")
 
 
-def bleu_by_length(src: list[str], hyps: list[str], refs: list[str], *, tokenize: str = "13a",
-                   bins=LENGTH_BINS) -> list[dict]:
+def bleu_by_length(src: list[str], hyps: list[str], refs: list[str], *, bins, tokenize: str = "13a") -> list[dict]:
     """Per bin {"bin": label, "bleu": corpus BLEU of its sentences or None if empty, "n": sentences}.
 
     Length = number of whitespace tokens of the line of `src` (the tokenised source, or the tokenised

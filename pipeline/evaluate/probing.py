@@ -1,4 +1,4 @@
-"""hao2019 Table 5: probing tasks (Conneau et al. 2018) on mean-pooled frozen encoder states.
+"""Hao et al. (2019) Table 5: probing tasks (Conneau et al. 2018) on mean-pooled frozen encoder states.
 
 Task files use SentEval's format, one instance a line: split TAB label TAB sentence, split in tr/va/te.
 Paper scale downloads SentEval's 10 files; tiny scale builds the three text-only tasks from plain sentences.
@@ -279,24 +279,35 @@ def masked_mean(h: Tensor, pad_mask: Tensor) -> Tensor:
     return (h * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)
 
 
+def _encoder_outputs(model: nn.Module) -> tuple[str, ...]:
+    """Memory entries holding the encoder's top-layer states: ("enc",), or ("enc", "rec") with Hao et al. (2019)'s second
+    encoder; PipelineError for more than two (the gated probe combines at most two)."""
+    names = tuple(getattr(getattr(model, "encoder", None), "outputs", ("enc",)))
+    if not 1 <= len(names) <= 2:
+        raise PipelineError(f"encoder_means: the encoder writes {len(names)} state entries {list(names)}; "
+                            "expected one or two (Hao et al. 2019, 5.4, gate two encoders)")
+    return names
+
+
 @torch.no_grad()
 def encoder_means(model: nn.Module, batches: list[list[list[int]]]) -> tuple[Tensor, Tensor | None]:
-    """Per sentence, the mean of the top encoder layer [N,d] and of the recurrence encoder's "rec" [N,d] or None
-    (hao2019 5.4). Ids are taken as the model sees them (callers append EOS with encode_source); eval mode."""
+    """Per sentence, the mean of the top encoder layer [N,d] ("enc") and of a second encoder's states [N,d] (the
+    recurrence encoder's "rec", Hao et al. 2019, 5.4) or None. Ids are taken as the model sees them (callers append EOS
+    with encode_source); eval mode."""
     if not batches or not all(batches):
         raise PipelineError("encoder_means: expected a non-empty list of non-empty batches of id lists")
+    names = _encoder_outputs(model)
     was_training = model.training
     model.eval()
-    enc, rec = [], []
+    means: list[list[Tensor]] = [[] for _ in names]
     try:
         for batch in batches:
             memory = model.encode(pad(batch))
-            enc.append(masked_mean(memory["enc"], memory["enc_pad"]))
-            if "rec" in memory:
-                rec.append(masked_mean(memory["rec"], memory["rec_pad"]))
+            for name, out in zip(names, means):
+                out.append(masked_mean(memory[name], memory[f"{name}_pad"]))
     finally:
         model.train(was_training)
-    return torch.cat(enc), (torch.cat(rec) if rec else None)
+    return torch.cat(means[0]), (torch.cat(means[1]) if len(names) > 1 else None)
 
 
 # ---------------------------------------------------------------- the probe classifier
@@ -317,7 +328,7 @@ class GatedProbe(nn.Module):
         return torch.sigmoid(self.gate_proj(torch.cat([a, b], dim=-1)))
 
     def represent(self, a: Tensor, b: Tensor | None = None) -> Tensor:
-        """The sentence vector [N,d]: a alone, or g*a + (1-g)*b (hao2019 5.4, as eq. 15)."""
+        """The sentence vector [N,d]: a alone, or g*a + (1-g)*b (Hao et al. 2019, 5.4, as eq. 15)."""
         if self.gate_proj is None:
             return a
         g = self.gate(a, b)

@@ -1,83 +1,64 @@
-"""Sentence-averaged ROUGE-N and ROUGE-L (zeng2021 Table 4 reports ROUGE-1/2/L and, via nlg-eval, ROUGE-L).
+"""The rouge-score layer: per-sentence ROUGE-1/2/L F-measures (summarisation and dialogue tables), and why METEOR is n/a.
 
-Our choice of tokens: each line is Moses-tokenised as English (pipeline.data.tokenize), lowercased and split
-on whitespace; no stemming, no stopword removal. Scores are per-sentence F values averaged over sentences,
-times 100. This is not the ROUGE-1.5.5 perl script (which stems and splits summaries into sentences), so
-values are comparable between our systems, not digit for digit with the paper.
-
-Per sentence, with hypothesis tokens h and reference tokens r:
-- ROUGE-N: overlap = sum over n-grams g of min(count_h(g), count_r(g)) (clipped counts);
-  P = overlap / (|h| - n + 1), R = overlap / (|r| - n + 1), F1 = 2 P R / (P + R); 0 when overlap is 0.
-- ROUGE-L (as coco-caption's Rouge, used by nlg-eval): L = LCS(h, r); P = L / |h|, R = L / |r|,
-  F = (1 + beta^2) P R / (R + beta^2 P) with beta = 1.2; 0 when L is 0.
-An empty hypothesis or reference scores 0.
+rouge-score (Google's Python reimplementation of ROUGE-1.5.5) with its default tokenizer: lowercase, every
+character outside [a-z0-9] is a separator (punctuation dropped). No stemming (ROUGE-1.5.5 without -m; our
+choice, the paper names no option). ROUGE-L is the sentence-level LCS F1 of the whole line (not rougeLsum).
+Several references: per sentence and per ROUGE type the reference with the highest F (rouge-score's
+score_multi). The metric registered as "rouge" (pipeline.evaluate.metrics) averages these over sentences x 100.
 """
 from __future__ import annotations
 
-from collections import Counter
+from functools import lru_cache
+from importlib.metadata import version
+from typing import Sequence
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.bleu import check_aligned
+from pipeline.evaluate.bleu import check_aligned, check_streams
 
-BETA = 1.2  # coco-caption / nlg-eval ROUGE-L
-
-
-def tokens(lines: list[str]) -> list[list[str]]:
-    """Moses-tokenised (as English), lowercased whitespace tokens of each line."""
-    from pipeline.data.tokenize import tokenize_lines
-
-    return [line.lower().split() for line in tokenize_lines(list(lines), "en")]
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 
-def ngrams(toks: list[str], n: int) -> Counter:
-    """Counts of the n-grams of a token list."""
-    return Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+@lru_cache(maxsize=None)
+def _scorer(use_stemmer: bool):
+    """rouge-score's RougeScorer for ROUGE_TYPES."""
+    from rouge_score.rouge_scorer import RougeScorer
+    return RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
 
 
-def rouge_n(hyp: list[str], ref: list[str], n: int) -> float:
-    """ROUGE-N F1 in [0, 1] of one tokenised sentence pair (clipped n-gram overlap)."""
-    h, r = ngrams(hyp, n), ngrams(ref, n)
-    overlap = sum((h & r).values())
-    if overlap == 0:
-        return 0.0
-    p, rec = overlap / sum(h.values()), overlap / sum(r.values())
-    return 2 * p * rec / (p + rec)
+def rouge_statistics(hyps: Sequence[str], refs: Sequence[Sequence[str]], *,
+                     use_stemmer: bool = False) -> list[list[float]]:
+    """Per sentence [F rouge1, F rouge2, F rougeL] in [0, 1], the best reference of each type (refs = streams).
 
-
-def lcs_length(a: list[str], b: list[str]) -> int:
-    """Length of the longest common subsequence of two token lists (O(|a| |b|) dynamic programme)."""
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b, start=1):
-            cur.append(prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1]))
-        prev = cur
-    return prev[-1]
-
-
-def rouge_l(hyp: list[str], ref: list[str], beta: float = BETA) -> float:
-    """ROUGE-L F_beta in [0, 1] of one tokenised sentence pair: (1 + b^2) P R / (R + b^2 P) on the LCS."""
-    lcs = lcs_length(hyp, ref)
-    if lcs == 0:
-        return 0.0
-    p, rec = lcs / len(hyp), lcs / len(ref)
-    return (1 + beta ** 2) * p * rec / (rec + beta ** 2 * p)
-
-
-def rouge(hyps: list[str], refs: list[str], *, n_values: tuple[int, ...] = (1, 2), lcs: bool = True) -> dict:
-    """{"rouge<n>" for n in n_values, "rougeL" if lcs}: sentence-averaged F x 100 (see the module docstring).
-
-    Mismatched lengths or empty input -> PipelineError naming hyps and refs.
+    References that rouge-score's tokenizer reduces to nothing everywhere (a script without [a-z0-9]) ->
+    PipelineError: every score would be 0.
     """
-    n = check_aligned(hyps=list(hyps), refs=list(refs))
-    if any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in n_values) or not (n_values or lcs):
-        raise PipelineError(f"rouge: n_values = {n_values!r}, lcs = {lcs!r}; expected positive integers "
-                            f"and/or lcs=True")
-    hyp_toks, ref_toks = tokens(hyps), tokens(refs)
-    out = {f"rouge{k}": 100 * sum(rouge_n(h, r, k) for h, r in zip(hyp_toks, ref_toks)) / n for k in n_values}
-    if lcs:
-        out["rougeL"] = 100 * sum(rouge_l(h, r) for h, r in zip(hyp_toks, ref_toks)) / n
-    return out
+    check_streams(hyps, refs)
+    scorer = _scorer(bool(use_stemmer))
+    tokenize = scorer._tokenizer.tokenize
+    if any(line.strip() for stream in refs for line in stream) and \
+            not any(tokenize(line) for stream in refs for line in stream):
+        raise PipelineError("refs: rouge-score's tokenizer keeps only [a-z0-9] tokens and found none in any "
+                            "reference; expected text in a Latin-script language")
+    stats = []
+    for i, hyp in enumerate(hyps):
+        targets = [stream[i] for stream in refs]
+        scores = scorer.score(targets[0], hyp) if len(targets) == 1 else scorer.score_multi(targets, hyp)
+        stats.append([float(scores[kind].fmeasure) for kind in ROUGE_TYPES])
+    return stats
+
+
+def rouge_signature(n_refs: int, use_stemmer: bool = False) -> str:
+    """What produced the ROUGE numbers, in sacrebleu's signature style."""
+    return (f"rouge-score|nrefs:{n_refs}|refs:max-f|types:{','.join(ROUGE_TYPES)}|f:f1|avg:sentence|"
+            f"tok:default|stem:{'yes' if use_stemmer else 'no'}|version:{version('rouge-score')}")
+
+
+def rouge(hyps: list[str], refs: list[str], *more_refs: list[str]) -> dict:
+    """{"rouge1", "rouge2", "rougeL"}: sentence-averaged F x 100 of the "rouge" metric; `more_refs` further streams."""
+    from pipeline.evaluate.metrics import get_metric
+    check_aligned(hyps=list(hyps), refs=list(refs), **{f"refs{i}": list(r) for i, r in enumerate(more_refs, 1)})
+    result = get_metric("rouge").score(list(hyps), [list(refs), *[list(r) for r in more_refs]], "en")
+    return {kind: result[kind] for kind in ROUGE_TYPES}
 
 
 def meteor_unavailable_reason() -> str:

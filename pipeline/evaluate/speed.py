@@ -1,4 +1,4 @@
-"""Decoding speed of batched beam search (zeng2021 Figure 3: target tokens per second by batch size and beam)."""
+"""Decoding speed of batched beam search (target tokens per second by batch size and beam; Zeng et al. 2021, Figure 3)."""
 from __future__ import annotations
 
 import statistics
@@ -41,7 +41,7 @@ def _decode_all(model, batches: list[torch.Tensor], beam: int, **search) -> tupl
 
 
 def decoding_speed(model, src_ids: list[list[int]], *, batch_sizes, beams, repeats: int = 3,
-                   max_len_a: float = 1.2, max_len_b: int = 10, length_penalty: float = 0.6) -> list[dict]:
+                   max_len_a: float = 1.2, max_len_b: int = 10, length: str = "penalty", alpha: float = 0.6) -> list[dict]:
     """Target tokens per second of batched beam search for every (batch size, beam), batch sizes outermost.
 
     src_ids are source ids without EOS (Vocab.encode output); EOS is appended and sentences are batched
@@ -56,8 +56,8 @@ def decoding_speed(model, src_ids: list[list[int]], *, batch_sizes, beams, repea
     if not src_ids:
         raise PipelineError("decoding_speed: src_ids is empty; expected at least one source sentence")
     device = next(model.parameters()).device
-    encoded = fit_sources([encode_source(ids) for ids in src_ids], getattr(model, "max_input_len", None))
-    search = dict(max_len_a=max_len_a, max_len_b=max_len_b, length_penalty=length_penalty)
+    encoded = fit_sources([encode_source(ids) for ids in src_ids], model.max_input_len)
+    search = dict(max_len_a=max_len_a, max_len_b=max_len_b, length=length, alpha=alpha)
     rows = []
     for batch_size in batch_sizes:
         batches = [pad([encoded[i] for i in chunk]).to(device)

@@ -1,4 +1,5 @@
-"""The Seq2Seq interface every model implements, and the building blocks the attention models share."""
+"""Building blocks the attention models share: multi-head attention (with Shaw et al.'s relative positions and
+DiSAN's directional masks), the position-wise FFN, sinusoidal positions, masked means."""
 from __future__ import annotations
 
 import math
@@ -8,48 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pipeline.errors import PipelineError
-
-
-SHARED = "shared:"  # prefix of state/memory entries without a batch dimension (the same for every hypothesis)
-
-
-def index_batch(tensors: dict[str, Tensor] | None, order: Tensor) -> dict[str, Tensor] | None:
-    """Select (and repeat or reorder) batch entries `order` [N] along dim 0 of every tensor in a flat dict;
-    entries named SHARED... are passed through unchanged."""
-    if tensors is None:
-        return None
-    return {key: value if key.startswith(SHARED) else value.index_select(0, order) for key, value in tensors.items()}
-
-
-class Seq2Seq(nn.Module):
-    """One interface for every translation model: a full forward pass for training, incremental steps for search.
-
-    `memory` and `state` are flat dicts of batch-first tensors, so the default reorder methods (index_select on
-    dim 0) serve every model that keeps to that layout; entries named SHARED... have no batch dimension.
-    """
-
-    max_output_len: int | None = None  # longest output (tokens, EOS excluded) decode_step supports; None: no limit
-
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """src [B,S], tgt_in [B,T] (BOS first) -> logits [B,T,V]."""
-        raise NotImplementedError
-
-    def encode(self, src: Tensor) -> dict[str, Tensor]:
-        """src [B,S] -> memory: dict of batch-first tensors."""
-        raise NotImplementedError
-
-    def decode_step(self, prev_tokens: Tensor, memory: dict[str, Tensor],
-                    state: dict[str, Tensor] | None) -> tuple[Tensor, dict[str, Tensor]]:
-        """prev_tokens [B,t] (BOS first) -> logits [B,V] for position t, and the new state."""
-        raise NotImplementedError
-
-    def reorder_state(self, state: dict[str, Tensor] | None, order: Tensor) -> dict[str, Tensor] | None:
-        """Select state entries `order` [N] (beam search: follow the surviving hypotheses)."""
-        return index_batch(state, order)
-
-    def reorder_memory(self, memory: dict[str, Tensor], order: Tensor) -> dict[str, Tensor]:
-        """Select memory entries `order` [N] (beam search: expand each sentence to its beams, drop finished ones)."""
-        return index_batch(memory, order)
+from pipeline.models.seq2seq import SHARED, Seq2Seq, index_batch  # noqa: F401 (re-exported for older imports)
 
 
 def masked_mean(x: Tensor, pad: Tensor) -> Tensor:

@@ -7,8 +7,9 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from pipeline.models.layers import FeedForward
-from pipeline.models.options import MultiColumnOptions
-from pipeline.models.transformer import Transformer
+from pipeline.models.multicolumn_options import MultiColumnEncoderOptions
+from pipeline.models.seq2seq import register_encoder
+from pipeline.models.transformer import TransformerEncoder
 
 
 class RNNEncoderLayer(nn.Module):
@@ -17,7 +18,7 @@ class RNNEncoderLayer(nn.Module):
     Each direction has d_model hidden units and starts from zeros (our choice); padding never enters (packed).
     """
 
-    def __init__(self, o: MultiColumnOptions):
+    def __init__(self, o: MultiColumnEncoderOptions):
         super().__init__()
         self.rnn_norm = nn.LayerNorm(o.d_model)
         self.rnn = nn.GRU(o.d_model, o.d_model, batch_first=True, bidirectional=True)
@@ -39,10 +40,10 @@ class RNNEncoderLayer(nn.Module):
         return h + self.drop(self.ffn(self.ffn_norm(h)))
 
 
-class RNNEncoder(nn.Module):
+class RNNColumn(nn.Module):
     """Stack of `rnn_layers` RNN encoder layers and a final LayerNorm: [B,S,d] -> [B,S,d]."""
 
-    def __init__(self, o: MultiColumnOptions):
+    def __init__(self, o: MultiColumnEncoderOptions):
         super().__init__()
         self.layers = nn.ModuleList(RNNEncoderLayer(o) for _ in range(o.rnn_layers))
         self.final_norm = nn.LayerNorm(o.d_model)
@@ -54,21 +55,17 @@ class RNNEncoder(nn.Module):
         return self.final_norm(x)
 
 
-class MultiColumnTransformer(Transformer):
-    """Transformer whose memory combines the self-attention and RNN encoder columns:
-    memory = Linear([SAN_out; RNN_out]) -> d_model (our choice), attended by the decoder as usual."""
+@register_encoder("multicolumn")
+class MultiColumnEncoder(TransformerEncoder):
+    """The self-attention and RNN columns over the same embedded source (sqrt(d)-scaled + positions, as today's
+    inputs of both; our choice), merged: "enc" = Linear([SAN_out; RNN_out]) -> d_model (our choice)."""
 
-    Options = MultiColumnOptions
-
-    def __init__(self, options: MultiColumnOptions, src_vocab_size: int, tgt_vocab_size: int):
-        super().__init__(options, src_vocab_size, tgt_vocab_size)
-        self.rnn_encoder = RNNEncoder(options)
+    def __init__(self, options: MultiColumnEncoderOptions):
+        super().__init__(options)
+        self.rnn = RNNColumn(options)
         self.combine = nn.Linear(2 * options.d_model, options.d_model)
-        self.reset_parameters()
 
-    def encode_embedded(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
-        """Both columns over the same embedded source x [B,S,d], pad [B,S] -> {"enc": [B,S,d], "enc_pad"}."""
-        memory = super().encode_embedded(x, pad)
-        rnn = self.rnn_encoder(x, pad)
-        memory["enc"] = self.combine(torch.cat([memory["enc"], rnn], dim=-1))
-        return memory
+    def forward(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
+        """x [B,S,d] (lookups), pad [B,S] -> {"enc": [B,S,d], "enc_pad": [B,S]}."""
+        h = self.embed(x)
+        return {"enc": self.combine(torch.cat([self.stack(h, pad), self.rnn(h, pad)], dim=-1)), "enc_pad": pad}

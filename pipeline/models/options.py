@@ -1,104 +1,162 @@
-"""Typed option sets of the architectures, torch-free so params.yaml can be validated cheaply."""
+"""Model specs and their typed options, torch-free so that params files are validated cheaply at start-up.
+
+A model spec is a flat mapping {"encoder": kind, "decoder": kind, **options}. Each encoder kind and decoder kind
+has an options dataclass, registered where it is defined (a torch-free `<concept>_options.py` module beside the
+torch module) with @register_encoder_options(kind) / @register_decoder_options(kind); ModelOptions holds the
+model-level options (the embedding tables). An option goes to every one of the three classes that declares it
+(d_model, dropout: encoder and decoder alike); an option no class declares is an error.
+"""
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
+import pkgutil
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 from pipeline.errors import PipelineError
 
+PARTS = ("model", "encoder", "decoder")
 
-def _require(ok: bool, key: str, expected: str, value) -> None:
+
+def require(ok: bool, key: str, expected: str, value: Any) -> None:
     """Raise PipelineError naming the option `key` unless `ok`."""
     if not ok:
         raise PipelineError(f"model option '{key}': expected {expected}, got {value!r}")
 
 
+# ------------------------------------------------------------------------------------------- option classes
 @dataclass
-class TransformerOptions:
-    """Options of the `transformer` architecture; defaults are the paper's Base model."""
+class ModelOptions:
+    """Model-level options: which of the three embedding tables (source, target input, output projection) are one.
 
-    d_model: int = 512
-    ffn_dim: int = 2048
-    heads: int = 8
-    enc_layers: int = 6
-    dec_layers: int = 6
-    dropout: float = 0.1  # residual and embedding dropout
-    attention_dropout: float = 0.0
-    share_embeddings: bool = False  # one table for source, target and output (THUMT default off; our choice)
-    tie_output: bool = False  # target embedding = output projection (THUMT default off; our choice)
-    max_positions: int = 1024
-    rel_pos_k: int = 0  # Shaw et al. 2018 relative positions with clipping distance k (hao2019 5.3: 16); 0 = off
-    disan: bool = False  # DiSAN directional masks on the encoder self-attention (Shen et al. 2018)
-    # zeng2021: self-attention kind per side; RAN-E = enc ran, RAN-D = dec ran, RAN-ALL = both
-    enc_self_attn: Literal["dot", "ran", "hcsa", "synr"] = "dot"
-    dec_self_attn: Literal["dot", "ran", "hcsa", "synr"] = "dot"
-    ran_max_len: int = 256  # M: RAN / Syn-R matrices are [heads, M, M]; longer sentences are refused
-    ran_attention_dropout: float = 0.0  # dropout on RAN / Syn-R / HC-SA weights (zeng2021 3.1: 0.2)
-    ran_fixed: bool = False  # Table 3 "fixed": A_0 frozen at its random initialisation
-    ran_transition: Literal["ln_res", "plain"] = "ln_res"  # eq. 3-4, or Table 3 "w/o LN&RES": tanh(W A + b)
-    enc_positions: bool = True  # Table 2 "-Pos-E": False drops the encoder's sinusoidal positions
-    dec_positions: bool = True  # Table 2 "-Pos-D"
+    hao2019 Table 3's #Para. implies three untied tables (the default); zeng2021 3.1 shares all three over one joint
+    vocabulary (share_embeddings); tie_output ties only the target embedding and the output projection.
+    """
 
-    def __post_init__(self) -> None:
-        for key in ("d_model", "ffn_dim", "heads", "enc_layers", "dec_layers"):
-            _require(getattr(self, key) >= 1, key, "a positive integer", getattr(self, key))
-        _require(self.d_model % 2 == 0, "d_model", "an even number (sin/cos halves)", self.d_model)
-        _require(self.d_model % self.heads == 0, "heads", f"a divisor of d_model={self.d_model}", self.heads)
-        for key in ("dropout", "attention_dropout", "ran_attention_dropout"):
-            _require(0.0 <= getattr(self, key) < 1.0, key, "a probability in [0, 1)", getattr(self, key))
-        _require(self.max_positions >= 2, "max_positions", "an integer >= 2", self.max_positions)
-        _require(self.rel_pos_k >= 0, "rel_pos_k", "an integer >= 0 (0: no relative positions)", self.rel_pos_k)
-        _require(not self.disan or self.heads % 2 == 0, "heads",
-                 "an even number when 'disan' is on (half the heads forward, half backward)", self.heads)
-        _require(self.ran_max_len >= 1, "ran_max_len", "a positive integer", self.ran_max_len)
-        dot = self.enc_self_attn == "dot" and self.dec_self_attn == "dot"
-        _require(self.rel_pos_k == 0 or dot, "rel_pos_k",
-                 "0 unless both enc_self_attn and dec_self_attn are 'dot' (relative positions need queries)",
-                 self.rel_pos_k)
-        _require(not self.disan or self.enc_self_attn == "dot", "disan",
-                 "false unless enc_self_attn is 'dot' (DiSAN masks dot-product heads)", self.disan)
+    share_embeddings: bool = False  # one table for source, target and output: needs one joint vocabulary
+    tie_output: bool = False  # target embedding = output projection
 
 
 @dataclass
-class RecurrenceOptions(TransformerOptions):
-    """Options of the `recurrence` architecture: the transformer's plus the recurrence encoder's."""
+class EncoderOptions:
+    """Base of an encoder kind's options: the size of the embeddings it reads and the memory entries it writes."""
 
-    rec_type: Literal["biarn", "birnn"] = "biarn"
-    rec_layers: int = 1
-    rec_steps: int = 8  # ARN steps T; 0 means T = J, the source length
-    integration: Literal["stack", "gated"] = "stack"
-    integrate_into: Literal["top", "all"] = "top"
+    writes: ClassVar[tuple[str, ...]] = ("enc",)  # memory entries holding states, each with a "<name>_pad"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _require(self.rec_layers >= 1, "rec_layers", "a positive integer", self.rec_layers)
-        _require(self.rec_steps >= 0, "rec_steps", "an integer >= 0 (0: as many steps as source words)",
-                 self.rec_steps)
+    @property
+    def embed_dim(self) -> int:
+        """Size of the source embeddings the encoder reads."""
+        raise NotImplementedError
+
+    @property
+    def memory_dims(self) -> dict[str, int]:
+        """Size of each memory entry of `writes` (states [B,L,size], padding "<name>_pad" [B,L])."""
+        raise NotImplementedError
 
 
 @dataclass
-class MultiColumnOptions(TransformerOptions):
-    """Options of the `multicolumn` architecture (Chen et al. 2018): the transformer's plus the RNN encoder's."""
+class DecoderOptions:
+    """Base of a decoder kind's options: what it reads from the memory, its embedding and output sizes."""
 
-    rnn_layers: int = 6  # hao2019 5.3: six RNN layers
+    reads: ClassVar[tuple[str, ...]] = ("enc",)  # memory entries the decoder attends to
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _require(self.rnn_layers >= 1, "rnn_layers", "a positive integer", self.rnn_layers)
+    @property
+    def embed_dim(self) -> int:
+        """Size of the target embeddings the decoder reads."""
+        raise NotImplementedError
+
+    @property
+    def output_dim(self) -> int:
+        """Size of the features the output projection maps to the vocabulary."""
+        raise NotImplementedError
+
+    def check_memory(self, memory_dims: Mapping[str, int]) -> None:
+        """PipelineError naming the option when the encoder's memory entries do not fit (beyond their presence)."""
 
 
-OPTIONS: dict[str, type] = {"transformer": TransformerOptions, "recurrence": RecurrenceOptions,
-                            "multicolumn": MultiColumnOptions}
+ENCODER_OPTIONS: dict[str, type[EncoderOptions]] = {}
+DECODER_OPTIONS: dict[str, type[DecoderOptions]] = {}
 
 
-def _check_type(arch: str, key: str, value: Any, hint: Any) -> Any:
+def _register(table: dict, what: str, base: type, name: str):
+    def decorator(cls):
+        if not (dataclasses.is_dataclass(cls) and issubclass(cls, base)):
+            raise TypeError(f"{what} options '{name}': {cls.__name__} must be a dataclass derived from "
+                            f"{base.__name__}")
+        if name in table and table[name] is not cls:
+            raise ValueError(f"{what} options '{name}' registered twice: {table[name].__name__} and {cls.__name__}")
+        table[name] = cls
+        return cls
+    return decorator
+
+
+def register_encoder_options(name: str):
+    """Class decorator: the options dataclass of encoder kind `name`."""
+    return _register(ENCODER_OPTIONS, "encoder", EncoderOptions, name)
+
+
+def register_decoder_options(name: str):
+    """Class decorator: the options dataclass of decoder kind `name`."""
+    return _register(DECODER_OPTIONS, "decoder", DecoderOptions, name)
+
+
+_LOADED = False
+
+
+def load_option_modules() -> None:
+    """Import every `*_options` module of pipeline.models once (torch-free): each registers its kinds, so a new
+    encoder or decoder is a new file, not an entry here."""
+    global _LOADED
+    if _LOADED:
+        return
+    import pipeline.models as package
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.endswith("_options"):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+    _LOADED = True
+
+
+# ------------------------------------------------------------------------------------------------ the spec
+@dataclass(frozen=True)
+class ModelSpec:
+    """A validated model spec: the encoder and decoder kinds and the typed options of each part."""
+
+    encoder: str
+    decoder: str
+    options: Mapping[str, Any]  # "model" -> ModelOptions, "encoder" -> its options, "decoder" -> its options
+    given: Mapping[str, Any]  # the spec's own options, converted to their types
+
+    @property
+    def model_options(self) -> ModelOptions:
+        return self.options["model"]
+
+    @property
+    def encoder_options(self) -> EncoderOptions:
+        return self.options["encoder"]
+
+    @property
+    def decoder_options(self) -> DecoderOptions:
+        return self.options["decoder"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat spec again (options as given, typed): validate_model(spec.to_dict()) == spec."""
+        return {"encoder": self.encoder, "decoder": self.decoder, **self.given}
+
+
+def _fields(cls: type) -> dict[str, Any]:
+    """Option name -> type hint of an options dataclass."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _check_type(key: str, value: Any, hint: Any, where: str) -> Any:
     """The value converted to the option's type, or PipelineError naming the key and the expected type."""
     if typing.get_origin(hint) is Literal:
         choices = typing.get_args(hint)
-        if value in choices and isinstance(value, str):
+        if isinstance(value, str) and value in choices:
             return value
         expected = " | ".join(repr(c) for c in choices)
     elif hint is bool:
@@ -115,30 +173,73 @@ def _check_type(arch: str, key: str, value: Any, hint: Any) -> Any:
         expected = "float"
     else:  # pragma: no cover - every option is one of the types above
         raise TypeError(f"unsupported option type {hint!r} for '{key}'")
-    raise PipelineError(f"model option '{key}' of architecture '{arch}': expected {expected}, "
-                        f"got {type(value).__name__} {value!r}")
+    raise PipelineError(f"model option '{key}' for {where}: expected {expected}, got {type(value).__name__} {value!r}")
 
 
-def parse_options(arch: str, options_cls: type, options: Mapping[str, Any]) -> Any:
-    """Typed option set (a dataclass) from a plain mapping; unknown keys and wrong types -> PipelineError."""
-    if not isinstance(options, Mapping):
-        raise PipelineError(f"model options of architecture '{arch}': expected a mapping, "
-                            f"got {type(options).__name__}")
-    hints = typing.get_type_hints(options_cls)
-    known = [f.name for f in dataclasses.fields(options_cls)]
-    values = {}
-    for key, value in options.items():
-        if key not in known:
+def _kind(spec: Mapping[str, Any], part: str, table: Mapping[str, type]) -> str:
+    """The encoder or decoder kind named by the spec, or PipelineError listing the known kinds."""
+    known = ", ".join(sorted(table))
+    if part not in spec:
+        raise PipelineError(f"model spec: missing '{part}'; expected one of the {part} kinds: {known}")
+    name = spec[part]
+    if not isinstance(name, str) or name not in table:
+        close = difflib.get_close_matches(str(name), list(table), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise PipelineError(f"unknown {part} '{name}'{hint}; known {part}s: {known}")
+    return name
+
+
+def _check_pairing(encoder: str, decoder: str, options: Mapping[str, Any]) -> None:
+    """The decoder's memory entries come from the encoder; shared or tied tables have one size."""
+    enc, dec, model = options["encoder"], options["decoder"], options["model"]
+    for entry in dec.reads:
+        if entry not in enc.writes:
+            writers = sorted(k for k, cls in ENCODER_OPTIONS.items() if entry in cls.writes)
+            raise PipelineError(f"decoder '{decoder}' reads memory entry '{entry}', which encoder '{encoder}' does "
+                                f"not write; encoders that do: {', '.join(writers) or 'none'}")
+    unread = [entry for entry in enc.writes if entry not in dec.reads]
+    if unread:
+        readers = sorted(k for k, cls in DECODER_OPTIONS.items() if set(cls.reads) == set(enc.writes))
+        raise PipelineError(f"encoder '{encoder}' writes memory entry '{unread[0]}', which decoder '{decoder}' never "
+                            f"reads (that part would get no gradient); decoders that read all it writes: "
+                            f"{', '.join(readers) or 'none'}")
+    dec.check_memory(enc.memory_dims)
+    sizes = {"source embedding": enc.embed_dim, "target embedding": dec.embed_dim, "output": dec.output_dim}
+    if model.share_embeddings and len(set(sizes.values())) > 1:
+        raise PipelineError(f"model option 'share_embeddings': expected one size for the three tables, got "
+                            + ", ".join(f"{k} {v}" for k, v in sizes.items()))
+    if model.tie_output and dec.embed_dim != dec.output_dim:
+        raise PipelineError(f"model option 'tie_output': expected the target embedding size ({dec.embed_dim}) to "
+                            f"equal the decoder's output size ({dec.output_dim})")
+
+
+def validate_model(spec: Mapping[str, Any]) -> ModelSpec:
+    """The typed spec of {"encoder": kind, "decoder": kind, **options}, or PipelineError naming the bad key."""
+    if isinstance(spec, ModelSpec):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise PipelineError(f"model spec: expected a mapping {{encoder: ..., decoder: ..., options...}}, "
+                            f"got {type(spec).__name__}")
+    load_option_modules()
+    encoder = _kind(spec, "encoder", ENCODER_OPTIONS)
+    decoder = _kind(spec, "decoder", DECODER_OPTIONS)
+    classes = {"model": ModelOptions, "encoder": ENCODER_OPTIONS[encoder], "decoder": DECODER_OPTIONS[decoder]}
+    declared = {part: _fields(cls) for part, cls in classes.items()}
+    where = f"encoder '{encoder}' / decoder '{decoder}'"
+    values: dict[str, dict[str, Any]] = {part: {} for part in PARTS}
+    given: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key in ("encoder", "decoder"):
+            continue
+        owners = [part for part in PARTS if key in declared[part]]
+        if not owners:
+            known = sorted({name for fields in declared.values() for name in fields})
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise PipelineError(f"unknown model option '{key}' for architecture '{arch}'{hint}; "
-                                f"known options: {', '.join(known)}")
-        values[key] = _check_type(arch, key, value, hints[key])
-    return options_cls(**values)
-
-
-def validate_options(arch: str, options: Mapping[str, Any]) -> Any:
-    """The typed option set of a named architecture, or PipelineError naming the bad key."""
-    if arch not in OPTIONS:
-        raise PipelineError(f"unknown architecture '{arch}'; known architectures: {', '.join(OPTIONS)}")
-    return parse_options(arch, OPTIONS[arch], options)
+            raise PipelineError(f"unknown model option '{key}' for {where}{hint}; known options: {', '.join(known)}")
+        for part in owners:
+            values[part][key] = _check_type(key, value, declared[part][key], where)
+        given[key] = values[owners[0]][key]
+    options = {part: classes[part](**values[part]) for part in PARTS}  # __post_init__ checks name their option
+    _check_pairing(encoder, decoder, options)
+    return ModelSpec(encoder=encoder, decoder=decoder, options=options, given=given)

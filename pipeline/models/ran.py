@@ -10,6 +10,8 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.errors import PipelineError
+from pipeline.models.layers import MultiHeadAttention
+from pipeline.models.ran_options import PatternOptions
 
 
 class Patterns(nn.Module):
@@ -138,13 +140,12 @@ class GaussianPatterns(Patterns):
         return -distance.square() / (2.0 * self.std ** 2)
 
 
-def make_patterns(kind: str, heads: int, layers: int, causal: bool, max_len: int, transition: str,
-                  fixed: bool) -> Patterns:
+def make_patterns(kind: str, heads: int, layers: int, causal: bool, o: PatternOptions) -> Patterns:
     """The patterns of one side for self-attention kind "ran" | "synr" | "hcsa"."""
     if kind == "ran":
-        return RecurrentPatterns(heads, max_len, layers, transition, fixed)
+        return RecurrentPatterns(heads, o.ran_max_len, layers, o.ran_transition, o.ran_fixed)
     if kind == "synr":
-        return SynthesizerPatterns(heads, max_len, layers)
+        return SynthesizerPatterns(heads, o.ran_max_len, layers)
     if kind == "hcsa":
         return GaussianPatterns(heads, (-1, 0) if causal else (-1, 1))
     raise PipelineError(f"model option 'self_attn': expected 'dot' | 'ran' | 'hcsa' | 'synr', got {kind!r}")
@@ -203,3 +204,29 @@ class PatternAttention(nn.Module):
                           causal: bool = False, position_offset: int = 0) -> Tensor:
         """Softmax weights [B,h,T,S] of a cache-free pass, before dropout (for inspection)."""
         return self.weights(query.size(0), query.size(1), keys.size(1), pad, causal, query.device)
+
+
+def install_patterns(kind: str, layers: nn.ModuleList, d_model: int, heads: int, causal: bool,
+                     o: PatternOptions) -> Patterns | None:
+    """For kind != "dot": one side's patterns, and every layer's self_attn replaced by a PatternAttention whose
+    weights get ran_attention_dropout (zeng2021 3.1); None for "dot"."""
+    if kind == "dot":
+        return None
+    patterns = make_patterns(kind, heads, len(layers), causal, o)
+    for i, layer in enumerate(layers):
+        layer.self_attn = PatternAttention(d_model, heads, o.ran_attention_dropout, patterns, i)
+    return patterns
+
+
+def using(patterns: Patterns | None, tables: Tensor | None = None):
+    """Context in which a side's layers share one computation of its pattern tables (or the given ones)."""
+    if patterns is None:
+        return contextlib.nullcontext()
+    return patterns.use(patterns.tables() if tables is None else tables)
+
+
+def set_attention_dropout(module: nn.Module, p: float) -> None:
+    """Dropout p on the weights of every attention module inside `module` (dot-product and pattern alike)."""
+    for m in module.modules():
+        if isinstance(m, (MultiHeadAttention, PatternAttention)):
+            m.dropout.p = p

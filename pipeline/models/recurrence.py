@@ -1,4 +1,6 @@
-"""hao2019: a Transformer with an additional recurrence encoder (BiARN or BiRNN) read by the decoder (sec. 3)."""
+"""hao2019: a Transformer with an additional recurrence encoder (BiARN or BiRNN, sec. 3.1) read by the decoder
+(sec. 3.2-3.3): encoder "recurrence" (the self-attention encoder plus the recurrence encoder) and decoder
+"recurrence" (the Transformer decoder whose top or every layer also attends the recurrence states)."""
 from __future__ import annotations
 
 import torch
@@ -6,8 +8,9 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from pipeline.models.layers import FeedForward, MultiHeadAttention, masked_mean
-from pipeline.models.options import RecurrenceOptions
-from pipeline.models.transformer import DecoderLayer, Transformer
+from pipeline.models.recurrence_options import RecurrenceDecoderOptions, RecurrenceEncoderOptions
+from pipeline.models.seq2seq import register_decoder, register_encoder
+from pipeline.models.transformer import DecoderLayer, TransformerDecoder, TransformerEncoder
 
 
 def reverse_padded(x: Tensor, pad: Tensor) -> Tensor:
@@ -86,7 +89,7 @@ class RecurrenceLayer(nn.Module):
 
     The bottom layer has no residual on REC (its output may differ in length from its input)."""
 
-    def __init__(self, o: RecurrenceOptions, residual: bool):
+    def __init__(self, o: RecurrenceEncoderOptions, residual: bool):
         super().__init__()
         if o.rec_type == "biarn":
             self.rec = BiARN(o.d_model, o.heads, o.rec_steps, o.attention_dropout)
@@ -105,10 +108,10 @@ class RecurrenceLayer(nn.Module):
         return self.ffn_norm(c + self.drop(self.ffn(c))), out_pad  # eq. 8
 
 
-class RecurrenceEncoder(nn.Module):
-    """Stack of recurrence layers over the source embeddings (+ positions): [B,J,d] -> [B,T,d]."""
+class RecurrenceStack(nn.Module):
+    """Stack of recurrence layers over the source word embeddings: [B,J,d] -> [B,T,d]."""
 
-    def __init__(self, o: RecurrenceOptions):
+    def __init__(self, o: RecurrenceEncoderOptions):
         super().__init__()
         self.layers = nn.ModuleList(RecurrenceLayer(o, residual=i > 0) for i in range(o.rec_layers))
 
@@ -122,7 +125,7 @@ class RecurrenceEncoder(nn.Module):
 class StackDecoderLayer(DecoderLayer):
     """Decoder layer with the recurrence attention stacked on the encoder attention (eq. 4, 5, 18, 19)."""
 
-    def __init__(self, o: RecurrenceOptions):
+    def __init__(self, o: RecurrenceDecoderOptions):
         super().__init__(o)
         self.rec_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout)
         self.rec_norm = nn.LayerNorm(o.d_model)
@@ -139,7 +142,7 @@ class StackDecoderLayer(DecoderLayer):
 class GatedDecoderLayer(DecoderLayer):
     """Decoder layer fusing encoder and recurrence attention by a gated sum (eq. 4, 5, 14-17)."""
 
-    def __init__(self, o: RecurrenceOptions):
+    def __init__(self, o: RecurrenceDecoderOptions):
         super().__init__(o)
         self.rec_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout)
         self.rec_norm = nn.LayerNorm(o.d_model)
@@ -155,25 +158,31 @@ class GatedDecoderLayer(DecoderLayer):
         return self.ffn_sublayer(lam * d + (1.0 - lam) * r)  # eq. 15-16
 
 
-class RecurrenceTransformer(Transformer):
-    """Transformer + recurrence encoder whose states are attended by the top (or every) decoder layer."""
+@register_encoder("recurrence")
+class RecurrenceEncoder(TransformerEncoder):
+    """The self-attention encoder and the recurrence encoder over the same source words: memory "enc", "enc_pad"
+    and "rec" [B,T,d], "rec_pad" [B,T]."""
 
-    Options = RecurrenceOptions
+    def __init__(self, options: RecurrenceEncoderOptions):
+        super().__init__(options)
+        self.rec = RecurrenceStack(options)
 
-    def __init__(self, options: RecurrenceOptions, src_vocab_size: int, tgt_vocab_size: int):
-        super().__init__(options, src_vocab_size, tgt_vocab_size)
-        self.rec_encoder = RecurrenceEncoder(options)
-        self.reset_parameters()
+    def forward(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
+        """x [B,J,d] (lookups), pad [B,J] -> memory."""
+        memory = super().forward(x, pad)
+        # sec. 3.1, footnote 1 and Figure 2: the recurrence encoder's bottom input is the word embeddings E_in; the
+        # positional encoding is added on the self-attention encoder's path only. Scaled by sqrt(d) and dropped out
+        # like the self-attention input (our choice).
+        memory["rec"], memory["rec_pad"] = self.rec(self.input(x, positions=False), pad)
+        return memory
 
-    def make_decoder_layer(self, index: int) -> nn.Module:
-        """Layers that read the recurrence encoder: the top one (short-cut, sec. 3.3) or all."""
+
+@register_decoder("recurrence")
+class RecurrenceDecoder(TransformerDecoder):
+    """Transformer decoder whose top layer (short-cut, sec. 3.3) or every layer also attends memory "rec"."""
+
+    def make_layer(self, index: int) -> nn.Module:
         o = self.options
         if o.integrate_into == "all" or index == o.dec_layers - 1:
             return StackDecoderLayer(o) if o.integration == "stack" else GatedDecoderLayer(o)
         return DecoderLayer(o)
-
-    def encode_embedded(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
-        """Both encoders over the same embedded source x [B,J,d] -> memory with "enc", "enc_pad", "rec", "rec_pad"."""
-        memory = super().encode_embedded(x, pad)
-        memory["rec"], memory["rec_pad"] = self.rec_encoder(x, pad)
-        return memory

@@ -1,31 +1,49 @@
-"""Named architectures built from typed, validated option sets; parameter counting; warm start from a baseline."""
+"""build_model: a model spec -> a freshly initialised EncoderDecoder; parameter counting; warm start from a baseline.
+
+Every module of pipeline/models is imported once, so each encoder and decoder class registers itself where it is
+defined (@register_encoder / @register_decoder): a new kind is a new file, not an entry here.
+"""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any, Mapping
 
 import torch
 from torch import Tensor, nn
 
+import pipeline.models as package
 from pipeline.errors import PipelineError
-from pipeline.models.layers import Seq2Seq
-from pipeline.models.multicolumn import MultiColumnTransformer
-from pipeline.models.options import parse_options
-from pipeline.models.recurrence import RecurrenceTransformer
-from pipeline.models.transformer import Transformer
+from pipeline.models.options import ModelSpec, validate_model
+from pipeline.models.seq2seq import DECODERS, ENCODERS, EncoderDecoder
 
-ARCHITECTURES: dict[str, type] = {
-    "transformer": Transformer,
-    "recurrence": RecurrenceTransformer,
-    "multicolumn": MultiColumnTransformer,
-}
+_LOADED = False
 
 
-def build_model(arch: str, options: Mapping[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
-    """A freshly initialised model of the named architecture."""
-    if arch not in ARCHITECTURES:
-        raise PipelineError(f"unknown architecture '{arch}'; known architectures: {', '.join(ARCHITECTURES)}")
-    cls = ARCHITECTURES[arch]
-    return cls(parse_options(arch, cls.Options, options), src_vocab_size, tgt_vocab_size)
+def load_modules() -> None:
+    """Import every module of pipeline.models (each registers its encoder / decoder classes)."""
+    global _LOADED
+    if not _LOADED:
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+        _LOADED = True
+
+
+def _component(table: Mapping[str, type], part: str, name: str) -> type:
+    """The registered class of an encoder or decoder kind whose options are registered."""
+    if name not in table:
+        raise PipelineError(f"{part} '{name}' has options but no module registered with @register_{part}('{name}'); "
+                            f"registered {part}s: {', '.join(sorted(table))}")
+    return table[name]
+
+
+def build_model(spec: Mapping[str, Any] | ModelSpec, src_vocab_size: int, tgt_vocab_size: int) -> EncoderDecoder:
+    """A freshly initialised model of spec {"encoder": kind, "decoder": kind, **options} (or a validated ModelSpec)."""
+    spec = validate_model(spec)
+    load_modules()
+    encoder = _component(ENCODERS, "encoder", spec.encoder)(spec.encoder_options)
+    decoder = _component(DECODERS, "decoder", spec.decoder)(spec.decoder_options, spec.encoder_options.memory_dims)
+    return EncoderDecoder(encoder, decoder, spec.model_options, src_vocab_size, tgt_vocab_size, spec=spec)
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -34,7 +52,7 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def init_from(model: nn.Module, baseline_state_dict: Mapping[str, Tensor]) -> list[str]:
-    """Copy every parameter whose name and shape match the baseline (paper 5.1: proposed models start from the
+    """Copy every parameter whose name and shape match the baseline (hao2019 5.1: proposed models start from the
     trained baseline); return the names of the parameters left at their fresh initialisation."""
     fresh = []
     with torch.no_grad():

@@ -35,8 +35,11 @@ def _spread(values: list[float | None]) -> tuple[float, float] | None:
 
 
 def steps_figure(labels: list[str], paper: list[float | None], ours: list[float | None],
-                 paper_base: float | None, ours_base: float | None, *, title: str) -> Figure:
+                 paper_base: float | None, ours_base: float | None, *, title: str,
+                 ours_control: float | None = None) -> Figure:
     """BLEU vs recurrent steps: paper and ours as solid lines at evenly spaced x, their base lines dashed.
+
+    ours_control: our baseline continued for the fine-tuning steps, a dotted line beside our base line.
 
     Our choice: when ours lie more than SHARED_RANGE BLEU outside the paper's range (tiny scale), ours get
     their own right-hand axis so both curves stay readable.
@@ -44,7 +47,7 @@ def steps_figure(labels: list[str], paper: list[float | None], ours: list[float 
     if not len(labels) == len(paper) == len(ours):
         raise PipelineError(f"steps figure: {len(labels)} labels, {len(paper)} paper and {len(ours)} "
                             f"ours values; expected one value per label")
-    paper_span, ours_span = _spread(paper + [paper_base]), _spread(ours + [ours_base])
+    paper_span, ours_span = _spread(paper + [paper_base]), _spread(ours + [ours_base, ours_control])
     twin = bool(paper_span and ours_span and (ours_span[0] < paper_span[0] - SHARED_RANGE
                                               or ours_span[1] > paper_span[1] + SHARED_RANGE))
     with rc_context(STYLE):
@@ -58,6 +61,9 @@ def steps_figure(labels: list[str], paper: list[float | None], ours: list[float 
             lines.append(ax.axhline(paper_base, linestyle="--", color=PAPER_COLOUR, label="paper base"))
         if ours_base is not None:
             lines.append(ax_ours.axhline(ours_base, linestyle="--", color=OURS_COLOUR, label="ours base"))
+        if ours_control is not None:
+            lines.append(ax_ours.axhline(ours_control, linestyle=":", color=OURS_COLOUR,
+                                         label="ours base, continued (control)"))
         ax.set_xticks(x, labels)
         ax.set_xlabel("Number of recurrent steps")
         ax.set_ylabel("BLEU (paper)" if twin else "BLEU")
@@ -104,7 +110,7 @@ def save_figure(fig: Figure, path: str | os.PathLike) -> None:
             fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
 
 
-# ------------------------------------------------------------------ multi-panel figures (zeng2021)
+# ------------------------------------------------------------------ multi-panel figures
 # A panel is (subtitle, xlabel, x tick labels, {series name: values}); a grid cell is a panel or None.
 PANEL_SIZE = (4.0, 3.2)  # inches per panel
 

@@ -1,18 +1,68 @@
-"""Every paper's table and figure layouts by name (the params.yaml table name), behind one build()."""
+"""The layout registry: each paper's package registers its layouts by table name; build() runs one.
+
+A layout is fn(cells, facts) (pipeline/report/cells.py): a table layout returns a Table, a figure layout
+(registered with figure=True) a (Table, Figure) pair. Papers live in pipeline/papers/<paper>/ and register on import.
+"""
 from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
 
 from matplotlib.figure import Figure
 
 from pipeline.errors import PipelineError
-from pipeline.report import hao2019, zeng2021
 from pipeline.report.table import Table
 
-MODULES = {"hao2019": hao2019, "zeng2021": zeng2021}
-LAYOUTS = {name: module for module in MODULES.values() for name in module.LAYOUTS}
+
+@dataclass(frozen=True)
+class Layout:
+    """A registered layout: its function and whether it also draws a figure."""
+
+    function: Callable
+    figure: bool = False
 
 
-def build(name: str, ours: dict, footer: dict) -> tuple[Table, Figure | None]:
-    """Run the layout `name`: (table, figure), figure None for the plain tables."""
+LAYOUTS: dict[str, Layout] = {}
+
+
+def register_layout(name: str, figure: bool = False) -> Callable:
+    """Decorator: register fn(cells, facts) as the layout of table `name` (figure=True: it returns (Table, Figure))."""
+    if not isinstance(name, str) or not name:
+        raise PipelineError(f"register_layout: expected a table name such as 'paper-table1', got {name!r}")
+
+    def register(function: Callable) -> Callable:
+        known = LAYOUTS.get(name)
+        where = f"{function.__module__}.{function.__qualname__}"
+        if known is not None and f"{known.function.__module__}.{known.function.__qualname__}" != where:
+            raise PipelineError(f"layout {name!r}: registered by {known.function.__module__}."
+                                f"{known.function.__qualname__} and by {where}; expected one layout per name")
+        LAYOUTS[name] = Layout(function, figure)
+        return function
+
+    return register
+
+
+def load_papers() -> dict[str, Layout]:
+    """Import every paper package (so that all layouts register); returns LAYOUTS."""
+    importlib.import_module("pipeline.papers")
+    return LAYOUTS
+
+
+def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
+    """Run the layout `name`: (table, figure), figure None for a table layout; unknown name -> PipelineError."""
+    load_papers()
     if name not in LAYOUTS:
-        raise PipelineError(f"table '{name}': no layout for it; known: {', '.join(LAYOUTS)}")
-    return LAYOUTS[name].build(name, ours, footer)
+        raise PipelineError(f"layout {name!r}: unknown; known layouts: {', '.join(sorted(LAYOUTS)) or 'none'}")
+    layout = LAYOUTS[name]
+    result = layout.function(cells, facts)
+    if layout.figure:
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Table)
+                and isinstance(result[1], Figure)):
+            raise PipelineError(f"layout {name!r}: expected a (Table, Figure) pair from a figure layout, "
+                                f"got {type(result).__name__}")
+        return result
+    if not isinstance(result, Table):
+        raise PipelineError(f"layout {name!r}: expected a Table from a table layout (figure=False), "
+                            f"got {type(result).__name__}")
+    return result, None

@@ -56,14 +56,6 @@ class Table:
         return "\n".join(parts) + "\n"
 
 
-def run_layout(layouts: dict, figure_layouts: tuple, name: str, ours: dict, footer: dict):
-    """Run layouts[name]: (table, figure), figure None for the plain tables; unknown name -> PipelineError."""
-    if name not in layouts:
-        raise PipelineError(f"table {name!r}: no layout for it; known: {', '.join(layouts)}")
-    result = layouts[name](ours, footer)
-    return result if name in figure_layouts else (result, None)
-
-
 def write_table(table: Table, tsv: str | os.PathLike, markdown: str | os.PathLike | None = None) -> None:
     """Write the TSV (and optionally the Markdown rendering) atomically."""
     with atomic_open(tsv) as handle:

@@ -1,39 +1,37 @@
-# Config validated up front (errors name the key), and the path helpers every rule file uses.
+# Config validated up front (errors name the file and key), and the path helpers every rule file uses.
 import json
 import re
 import shlex
 
-from pipeline.config import parse_params
-from pipeline.data.registry import get_corpus
+from pipeline.config import parse_params, read_paper_files
 from pipeline.errors import PipelineError
 
 try:
-    P = parse_params(config, source="params.yaml (with --config overrides)")
+    P = parse_params(config, source="params.yaml (with --config overrides)", papers=read_paper_files())
 except PipelineError as err:
     raise WorkflowError(f"invalid configuration: {err}")
 
 R = P.root  # artifacts/<scale>: tiny and paper runs never mix
-CORPORA = list(P.corpora)
-EXPERIMENTS = list(P.experiments)
-TABLES = list(P.tables)
+
+
+def alternatives(names):
+    return "|".join(map(re.escape, sorted(names))) or "none"
 
 
 wildcard_constraints:
-    corpus="|".join(map(re.escape, CORPORA)) or "none",
-    exp="|".join(map(re.escape, EXPERIMENTS)) or "none",
-    table="|".join(map(re.escape, TABLES)) or "none",
+    corpus=alternatives(P.corpora),
+    exp=alternatives(P.experiments),
+    system=alternatives(P.systems),
+    table=alternatives(P.tables),
+    paper=alternatives(P.files),
+    metric="[a-z0-9-]+",
     side="src|tgt",
-    paper="|".join(sorted({re.escape(t.paper) for t in P.tables.values()})) or "none",
-    split="train|valid|test",
+    split="train|valid|test[A-Za-z0-9_-]*",
 
 
 def q(obj):
     """A JSON argument, quoted for the shell."""
     return shlex.quote(json.dumps(obj, sort_keys=True))
-
-
-def corpus_of(wildcards):
-    return P.corpora[P.experiments[wildcards.exp].corpus]
 
 
 def lang(corpus, side):
@@ -48,5 +46,9 @@ def model_dir(exp):
     return f"{R}/models/{exp}"
 
 
-def hyp(exp):
-    return f"{R}/eval/{exp}/test.hyp"
+def hyp(system, test_set):
+    return f"{R}/eval/{system}/{test_set}.hyp"
+
+
+def score_file(system, test_set, metric):
+    return f"{R}/eval/{system}/{test_set}.{metric}.json"

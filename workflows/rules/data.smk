@@ -1,24 +1,24 @@
-# Corpus -> raw train/valid/test -> Moses/jieba tokens -> cleaned training pairs -> BPE -> vocabularies.
+# Corpus -> raw train/valid/test sets -> Moses/jieba tokens -> cleaned training pairs -> BPE -> vocabularies.
+from pipeline.data.registry import get_corpus
 
 localrules:
     fetch,  # downloads run on the submit host: cluster compute nodes often have no internet
-
 
 
 rule fetch:
     output:
         directory(f"{R}/data/{{corpus}}/raw"),
     params:
-        corpus=lambda wc: P.corpora[wc.corpus].__dict__,
-        manual=lambda wc: q(P.manual),
+        corpus=lambda wc: P.corpora[wc.corpus],
+        manual=q(P.manual),
         cache=P.downloads,
         seed=P.seed,
     log:
         f"{R}/logs/fetch/{{corpus}}.log",
     shell:
-        "python -m pipeline fetch --source {params.corpus[source]} --src {params.corpus[src]} "
-        "--tgt {params.corpus[tgt]} --out {output} --cache {params.cache} --manual {params.manual} "
-        "--seed {params.seed} --valid-size {params.corpus[valid_size]} --test-size {params.corpus[test_size]} "
+        "python -m pipeline fetch --source {params.corpus.source} --src {params.corpus.src} "
+        "--tgt {params.corpus.tgt} --out {output} --cache {params.cache} --manual {params.manual} "
+        "--seed {params.seed} --valid-size {params.corpus.valid_size} --test-size {params.corpus.test_size} "
         "> {log} 2>&1"
 
 
@@ -88,12 +88,40 @@ rule apply_bpe:
         "--output {output} > {log} 2>&1"
 
 
+def vocab_inputs(wildcards):
+    """One side's training text, or both sides' for a joint vocabulary (vocab.src = vocab.tgt)."""
+    sides = ("src", "tgt") if P.corpora[wildcards.corpus].joint_vocab else (wildcards.side,)
+    return [data(wildcards.corpus, "bpe", f"train.{side}") for side in sides]
+
+
 rule vocab:
     input:
-        f"{R}/data/{{corpus}}/bpe/train.{{side}}",
+        vocab_inputs,
     output:
         f"{R}/data/{{corpus}}/bpe/vocab.{{side}}",
     log:
         f"{R}/logs/vocab/{{corpus}}.{{side}}.log",
     shell:
         "python -m pipeline vocab --inputs {input} --output {output} > {log} 2>&1"
+
+
+def corpus_files(wildcards):
+    """Everything a system of this corpus reads: subword splits and test sets, vocabularies, tokenised test sets."""
+    corpus = P.corpora[wildcards.corpus]
+    files = [data(corpus.name, "bpe", f"{split}.{side}") for split in ("train", "valid") + corpus.test_sets
+             for side in ("src", "tgt")]
+    files += [data(corpus.name, "tok", f"{split}.{side}") for split in corpus.test_sets for side in ("src", "tgt")]
+    return files + [data(corpus.name, "bpe", f"vocab.{side}") for side in ("src", "tgt")]
+
+
+localrules:
+    corpus,
+
+
+rule corpus:
+    input:
+        corpus_files,
+    output:
+        f"{R}/data/{{corpus}}/ready",
+    shell:
+        "touch {output}"

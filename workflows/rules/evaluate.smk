@@ -1,67 +1,56 @@
-# Decode the test set with beam search, then case-sensitive sacreBLEU against the raw reference (and, for zeng2021,
-# tokenised multi-bleu BLEU and the generation metrics of its Table 4, kept with the table that asks for them).
+# Decode a test set with beam search (one model or an ensemble), then score it with a registered metric against
+# every reference of the test set. Score files keep per-sentence statistics, so significance tests never rescore.
+from pipeline.data.registry import get_corpus
+
+
+def decode_inputs(wildcards):
+    corpus = P.corpus_of(wildcards.system).name
+    return {"models": [f"{model_dir(m)}/model.pt" for m in P.members(wildcards.system)],
+            "src": data(corpus, "bpe", f"{wildcards.split}.src"),
+            "src_vocab": data(corpus, "bpe", "vocab.src"), "tgt_vocab": data(corpus, "bpe", "vocab.tgt")}
 
 
 rule translate:
     input:
-        model=f"{R}/models/{{exp}}/model.pt",
-        src=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "test.src"),
-        src_vocab=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "vocab.src"),
-        tgt_vocab=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "vocab.tgt"),
+        unpack(decode_inputs),
     output:
-        f"{R}/eval/{{exp}}/test.hyp",
+        f"{R}/eval/{{system}}/{{split}}.hyp",
     params:
-        spec=lambda wc: q(P.decoding_of(wc.exp)),
-        lang=lambda wc: corpus_of(wc).tgt,
+        spec=lambda wc: q(P.decoding_of(wc.system)),
+        lang=lambda wc: P.corpus_of(wc.system).tgt,
+        models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
     threads: 1
     log:
-        f"{R}/logs/translate/{{exp}}.log",
+        f"{R}/logs/translate/{{system}}.{{split}}.log",
     shell:
-        "OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} --model {input.model} "
+        "OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} {params.models} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --input {input.src} --output {output} "
         "--lang {params.lang} --no-progress > {log} 2>&1"
 
 
 rule score:
     input:
-        hyp=f"{R}/eval/{{exp}}/test.hyp",
-        raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
+        hyp=f"{R}/eval/{{system}}/{{split}}.hyp",
+        raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
     output:
-        f"{R}/eval/{{exp}}/test.json",
+        f"{R}/eval/{{system}}/{{split}}.{{metric}}.json",
     params:
-        lang=lambda wc: corpus_of(wc).tgt,
+        lang=lambda wc: P.corpus_of(wc.system).tgt,
+        pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpus_of(wc.system).source).pretokenized else "",
     log:
-        f"{R}/logs/score/{{exp}}.log",
+        f"{R}/logs/score/{{system}}.{{split}}.{{metric}}.log",
     shell:
-        "python -m pipeline score --hyp {input.hyp} --ref {input.raw}/test.{params.lang} --lang {params.lang} "
-        "--system {wildcards.exp} --test-set test --output {output} > {log} 2>&1"
+        "python -m pipeline score --metric {wildcards.metric} --hyp {input.hyp} --ref-dir {input.raw} "
+        "--test-set {wildcards.split} --lang {params.lang} {params.pretokenized} --system {wildcards.system} "
+        "--output {output} > {log} 2>&1"
 
 
-rule score_tokenized:
+rule scores:
     input:
-        hyp=f"{R}/eval/{{exp}}/test.hyp",
-        ref=lambda wc: data(P.experiments[wc.exp].corpus, "tok", "test.tgt"),
+        lambda wc: [score_file(wc.system, split, metric) for split, metric in P.scores_of(wc.system)],
     output:
-        f"{R}/tables/{{table}}/multi-bleu/{{exp}}.json",
-    params:
-        lang=lambda wc: corpus_of(wc).tgt,
+        f"{R}/eval/{{system}}/scores.json",
     log:
-        f"{R}/logs/score_tokenized/{{table}}/{{exp}}.log",
+        f"{R}/logs/scores/{{system}}.log",
     shell:
-        "python -m pipeline score --metric multi-bleu --hyp {input.hyp} --ref {input.ref} --lang {params.lang} "
-        "--system {wildcards.exp} --test-set test --output {output} > {log} 2>&1"
-
-
-rule score_generation:
-    input:
-        hyp=f"{R}/eval/{{exp}}/test.hyp",
-        raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
-    output:
-        f"{R}/tables/{{table}}/generation/{{exp}}.json",
-    params:
-        lang=lambda wc: corpus_of(wc).tgt,
-    log:
-        f"{R}/logs/score_generation/{{table}}/{{exp}}.log",
-    shell:
-        "python -m pipeline score-generation --hyp {input.hyp} --ref {input.raw}/test.{params.lang} "
-        "--lang {params.lang} --system {wildcards.exp} --output {output} > {log} 2>&1"
+        "python -m pipeline scores --inputs {input} --output {output} > {log} 2>&1"

@@ -1,104 +1,112 @@
-# Per table or figure: significance of proposed rows against their baselines, probing and length analyses,
-# then the paper's layout. Everything a table derives lives in artifacts/<scale>/tables/<name>/ (its DVC stage's).
+# Per table or figure: significance of proposed rows against their baselines, the analyses the table asks for, then
+# the paper's layout. What a table derives lives in artifacts/<scale>/tables/<name>/ (its DVC stage's output).
+from pipeline.data.registry import get_corpus
 
 
 def table_of(wildcards):
-    """The params.yaml table or figure behind results/<paper>/<output>.*"""
-    for name, spec in P.tables.items():
-        if spec.paper == wildcards.paper and spec.output == wildcards.output:
-            return name
-    raise ValueError(f"no table or figure {wildcards.paper}/{wildcards.output} in params.yaml")
+    """The table or figure behind results/<paper>/<output>.*: <paper>-<output> in params/<paper>.yaml."""
+    return f"{wildcards.paper}-{wildcards.output}"
 
 
-def baseline_of(table, exp):
-    """The experiment in the same column of the baseline row, for a proposed system."""
+def position(table, system):
+    """The (row, column) of a system's cell; a system with a baseline first (it is the one tested)."""
     spec = P.tables[table]
-    for row, by_pair in spec.cells.items():
-        for pair, name in by_pair.items():
-            if name == exp and row in spec.baselines:
-                return spec.cells[spec.baselines[row]][pair]
-    raise ValueError(f"{exp} has no baseline in table {table}")
+    found = [(row, col) for row, by_col in spec.cells.items() for col, name in by_col.items() if name == system]
+    if not found:
+        raise ValueError(f"{system} is not in table {table}")
+    return next(((r, c) for r, c in found if spec.baseline(r, c)), found[0])
+
+
+def test_set(table, system):
+    return P.tables[table].test_sets[position(table, system)[1]]
+
+
+def significance_inputs(wildcards):
+    spec = P.tables[wildcards.table]
+    row, col = position(wildcards.table, wildcards.system)
+    metric = spec.values[spec.significance.value].split(".")[0]
+    split = spec.test_sets[col]
+    return {"system": score_file(wildcards.system, split, metric),
+            "baseline": score_file(spec.baseline(row, col), split, metric)}
 
 
 rule significance:
     input:
-        raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
-        baseline=lambda wc: hyp(baseline_of(wc.table, wc.exp)),
-        system=lambda wc: hyp(wc.exp),
+        unpack(significance_inputs),
     output:
-        f"{R}/tables/{{table}}/significance/{{exp}}.json",
+        f"{R}/tables/{{table}}/significance/{{system}}.json",
     params:
-        lang=lambda wc: corpus_of(wc).tgt,
-        n=P.significance.get("n_samples", 1000),
-        seed=P.significance.get("seed", 12345),
+        settings=lambda wc: q({k: getattr(P.tables[wc.table].significance, k) for k in ("test", "n_samples", "seed")}),
+        field=lambda wc: (P.tables[wc.table].values[P.tables[wc.table].significance.value].split(".") + [""])[1],
     log:
-        f"{R}/logs/significance/{{table}}/{{exp}}.log",
+        f"{R}/logs/significance/{{table}}/{{system}}.log",
     shell:
-        "python -m pipeline significance --ref {input.raw}/test.{params.lang} --baseline {input.baseline} "
-        "--system {input.system} --lang {params.lang} --n-samples {params.n} --seed {params.seed} "
-        "--output {output} > {log} 2>&1"
+        "python -m pipeline significance --baseline {input.baseline} --system {input.system} "
+        "--settings {params.settings} --field '{params.field}' --output {output} > {log} 2>&1"
 
 
-def length_options(wildcards):
-    """hao2019: source length, its bins; zeng2021 Figure 8: source and target length, seven bins."""
-    if "length_src_tgt" in P.tables[wildcards.table].analyses:
-        tgt = data(P.experiments[wildcards.exp].corpus, "tok", "test.tgt")
-        return f"--by source target --tgt {tgt} --bins zeng2021"
-    return "--by source --bins hao2019"
-
-
-rule length_bins:
-    input:
-        src=lambda wc: data(P.experiments[wc.exp].corpus, "tok", "test.src"),
-        tgt=lambda wc: data(P.experiments[wc.exp].corpus, "tok", "test.tgt"),
-        raw=lambda wc: data(P.experiments[wc.exp].corpus, "raw"),
-        hyp=lambda wc: hyp(wc.exp),
-    output:
-        f"{R}/tables/{{table}}/length/{{exp}}.json",
-    params:
-        lang=lambda wc: corpus_of(wc).tgt,
-        options=length_options,
-    log:
-        f"{R}/logs/length_bins/{{table}}/{{exp}}.log",
-    shell:
-        "python -m pipeline length-bins --src {input.src} --hyp {input.hyp} --ref {input.raw}/test.{params.lang} "
-        "--lang {params.lang} {params.options} --output {output} > {log} 2>&1"
+def analysis(table, kind):
+    return P.tables[table].analyses[kind]
 
 
 def test_data(wildcards):
-    """The model and its BPE'd test set with vocabularies (attention statistics, speed)."""
-    corpus = P.experiments[wildcards.exp].corpus
-    return {"model": f"{model_dir(wildcards.exp)}/model.pt",
-            "src": data(corpus, "bpe", "test.src"), "tgt": data(corpus, "bpe", "test.tgt"),
+    """A trained model and its BPE'd test set with vocabularies (attention statistics, speed)."""
+    corpus = P.corpus_of(wildcards.system).name
+    split = test_set(wildcards.table, wildcards.system)
+    return {"model": f"{model_dir(wildcards.system)}/model.pt",
+            "src": data(corpus, "bpe", f"{split}.src"), "tgt": data(corpus, "bpe", f"{split}.tgt"),
             "src_vocab": data(corpus, "bpe", "vocab.src"), "tgt_vocab": data(corpus, "bpe", "vocab.tgt")}
 
 
-rule attention:
+def length_inputs(wildcards):
+    corpus = P.corpus_of(wildcards.system).name
+    split = test_set(wildcards.table, wildcards.system)
+    return {"src": data(corpus, "tok", f"{split}.src"), "tgt": data(corpus, "tok", f"{split}.tgt"),
+            "raw": data(corpus, "raw"), "hyp": hyp(wildcards.system, split)}
+
+
+rule analysis_length:
+    input:
+        unpack(length_inputs),
+    output:
+        f"{R}/tables/{{table}}/length/{{system}}.json",
+    params:
+        settings=lambda wc: q(analysis(wc.table, "length")),
+        lang=lambda wc: P.corpus_of(wc.system).tgt,
+        split=lambda wc: test_set(wc.table, wc.system),
+    log:
+        f"{R}/logs/length/{{table}}/{{system}}.log",
+    shell:
+        "python -m pipeline length-bins --src {input.src} --tgt {input.tgt} --hyp {input.hyp} "
+        "--ref {input.raw}/{params.split}.{params.lang} --lang {params.lang} --settings {params.settings} "
+        "--output {output} > {log} 2>&1"
+
+
+rule analysis_attention:
     input:
         unpack(test_data),
     output:
-        f"{R}/tables/{{table}}/attention/{{exp}}.json",
+        f"{R}/tables/{{table}}/attention/{{system}}.json",
     params:
-        sentences=P.analysis.get("attention_sentences", 400),
-        bins=P.analysis.get("attention_bins", 20),
+        settings=lambda wc: analysis(wc.table, "attention"),
     threads: 1
     log:
-        f"{R}/logs/attention/{{table}}/{{exp}}.log",
+        f"{R}/logs/attention/{{table}}/{{system}}.log",
     shell:
         "OMP_NUM_THREADS={threads} python -m pipeline attention --model {input.model} --src {input.src} "
         "--tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
-        "--sentences {params.sentences} --bins {params.bins} --output {output} > {log} 2>&1"
+        "--sentences {params.settings[sentences]} --bins {params.settings[bins]} --output {output} > {log} 2>&1"
 
 
-rule patterns:
+rule analysis_patterns:
     input:
-        f"{R}/models/{{exp}}/model.pt",
+        f"{R}/models/{{system}}/model.pt",
     output:
-        f"{R}/tables/{{table}}/patterns/{{exp}}.json",
+        f"{R}/tables/{{table}}/patterns/{{system}}.json",
     params:
-        size=P.analysis.get("patterns_size", 80),
+        size=lambda wc: analysis(wc.table, "patterns")["size"],
     log:
-        f"{R}/logs/patterns/{{table}}/{{exp}}.log",
+        f"{R}/logs/patterns/{{table}}/{{system}}.log",
     shell:
         "python -m pipeline patterns --model {input} --size {params.size} --output {output} > {log} 2>&1"
 
@@ -108,128 +116,127 @@ def machine_cores():
     return workflow.resource_settings.cores or 1
 
 
-SPEED = {"batch_sizes": P.analysis.get("speed_batch_sizes", [100]), "beams": P.analysis.get("speed_beams", [4]),
-         "repeats": P.analysis.get("speed_repeats", 3)}
+def speed_spec(wildcards):
+    settings = analysis(wildcards.table, "speed")
+    decoding = {k: v for k, v in P.decoding_of(wildcards.system).items() if k not in ("batch_size", "beam")}
+    return {**decoding, **{k: settings[k] for k in ("batch_sizes", "beams", "repeats")}}
 
 
-rule speed:
+rule analysis_speed:
     input:
         unpack(test_data),
     output:
-        f"{R}/tables/{{table}}/speed/{{exp}}.json",
+        f"{R}/tables/{{table}}/speed/{{system}}.json",
     params:
-        spec=lambda wc: q({**SPEED, **{k: v for k, v in P.decoding_of(wc.exp).items() if k != "batch_size"}}),
-        sentences=P.analysis.get("speed_sentences", 200),
+        spec=lambda wc: q(speed_spec(wc)),
+        sentences=lambda wc: analysis(wc.table, "speed")["sentences"],
     threads: machine_cores()  # alone on the machine, so that the timings are not shared with other jobs
     log:
-        f"{R}/logs/speed/{{table}}/{{exp}}.log",
+        f"{R}/logs/speed/{{table}}/{{system}}.log",
     shell:
         "OMP_NUM_THREADS=1 python -m pipeline speed --model {input.model} --src {input.src} "
         "--src-vocab {input.src_vocab} --sentences {params.sentences} --spec {params.spec} --output {output} "
         "> {log} 2>&1"
 
 
-def probing_corpus():
-    return P.corpora[P.probing.get("corpus", CORPORA[0])]
+def probing_corpus(table):
+    return P.corpora[analysis(table, "probing")["corpus"]]
 
 
-rule probing_data:
+rule analysis_probing_data:
     input:
-        raw=lambda wc: data(probing_corpus().name, "raw"),
+        raw=lambda wc: data(probing_corpus(wc.table).name, "raw"),
     output:
         directory(f"{R}/tables/{{table}}/probing/data"),
     params:
         source="senteval" if P.scale == "paper" else "text",
-        lang=lambda wc: probing_corpus().src,
+        lang=lambda wc: probing_corpus(wc.table).src,
         cache=P.downloads,
-        max_per_task=P.probing.get("max_per_task", 6000),
-        seed=P.probing.get("seed", 1),
+        settings=lambda wc: analysis(wc.table, "probing"),
     log:
         f"{R}/logs/probing_data/{{table}}.log",
     shell:
         "python -m pipeline probing-data --source {params.source} --sentences {input.raw}/train.{params.lang} "
         "{input.raw}/valid.{params.lang} {input.raw}/test.{params.lang} --out {output} --cache {params.cache} "
-        "--max-per-task {params.max_per_task} --seed {params.seed} > {log} 2>&1"
+        "--max-per-task {params.settings[max_per_task]} --seed {params.settings[seed]} > {log} 2>&1"
 
 
-rule probe:
+rule analysis_probing:
     input:
-        model=f"{R}/models/{{exp}}/model.pt",
+        model=f"{R}/models/{{system}}/model.pt",
         tasks=f"{R}/tables/{{table}}/probing/data",
-        codes=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "codes"),
-        src_vocab=lambda wc: data(P.experiments[wc.exp].corpus, "bpe", "vocab.src"),
+        codes=lambda wc: data(P.corpus_of(wc.system).name, "bpe", "codes"),
+        src_vocab=lambda wc: data(P.corpus_of(wc.system).name, "bpe", "vocab.src"),
     output:
-        f"{R}/tables/{{table}}/probing/{{exp}}.json",
+        f"{R}/tables/{{table}}/probing/{{system}}.json",
     params:
-        lang=lambda wc: corpus_of(wc).src,
-        settings=q({k: v for k, v in P.probing.items() if k in ("seed", "epochs", "hidden", "lr")}),
+        lang=lambda wc: P.corpus_of(wc.system).src,
+        settings=lambda wc: q({k: v for k, v in analysis(wc.table, "probing").items()
+                               if k in ("seed", "epochs", "hidden", "lr")}),
     threads: 1
     log:
-        f"{R}/logs/probe/{{table}}/{{exp}}.log",
+        f"{R}/logs/probe/{{table}}/{{system}}.log",
     shell:
         "OMP_NUM_THREADS={threads} python -m pipeline probe --model {input.model} --tasks-dir {input.tasks} "
         "--codes-dir {input.codes} --src-vocab {input.src_vocab} --lang {params.lang} --settings {params.settings} "
         "--output {output} > {log} 2>&1"
 
 
-def table_files(table):
-    """row -> pair -> the files behind one cell (score, model summary, significance, probing, length bins)."""
+def cell_files(table):
+    """row -> column -> the files behind one cell: score files per metric, run summary, significance, analyses."""
     spec = P.tables[table]
     cells = {}
-    for row, by_pair in spec.cells.items():
-        for pair, exp in by_pair.items():
-            files = {"score": f"{R}/eval/{exp}/test.json", "model": f"{model_dir(exp)}/train.json"}
-            if row in spec.baselines:
-                files["significance"] = f"{R}/tables/{table}/significance/{exp}.json"
-                files["baseline_model"] = f"{model_dir(spec.cells[spec.baselines[row]][pair])}/train.json"
-            if spec.probing:
-                files["probing"] = f"{R}/tables/{table}/probing/{exp}.json"
-            if spec.length_bins or "length_src_tgt" in spec.analyses:
-                files["length"] = f"{R}/tables/{table}/length/{exp}.json"
-            if "tokenized_bleu" in spec.analyses:
-                files["multi_bleu"] = f"{R}/tables/{table}/multi-bleu/{exp}.json"
-            if "generation" in spec.analyses:
-                files["generation"] = f"{R}/tables/{table}/generation/{exp}.json"
-            for analysis in ("attention", "patterns", "speed"):
-                if analysis in spec.analyses:
-                    files[analysis] = f"{R}/tables/{table}/{analysis}/{exp}.json"
-            cells.setdefault(row, {})[pair] = files
+    for row, by_col in spec.cells.items():
+        for col, system in by_col.items():
+            split = spec.test_sets[col]
+            cell = {"system": system,
+                    "scores": {m: score_file(system, split, m) for m in spec.metrics()},
+                    "train": [f"{model_dir(m)}/train.json" for m in P.members(system)],
+                    "analyses": {kind: f"{R}/tables/{table}/{kind}/{system}.json" for kind in spec.analyses}}
+            baseline = spec.baseline(row, col)
+            if baseline is not None:
+                cell["significance"] = f"{R}/tables/{table}/significance/{system}.json"
+                cell["baseline"] = {"system": baseline,
+                                    "scores": {m: score_file(baseline, split, m) for m in spec.metrics()},
+                                    "train": [f"{model_dir(m)}/train.json" for m in P.members(baseline)]}
+            cells.setdefault(row, {})[col] = cell
     return cells
 
 
 def table_spec(table):
-    """The cells' files and the footer facts (scale, corpora, test sets, significance settings)."""
+    """What the generic table step reads (cells' files) and the facts its footer states."""
     spec = P.tables[table]
-    sources = {pair: P.corpora[P.experiments[exp].corpus].source
-               for row in spec.cells.values() for pair, exp in row.items()}
-    footer = {
-        "scale": P.scale,
-        "corpora": sources,
-        "test_sets": {pair: f"the test split of {source}" for pair, source in sources.items()},
-        "significance": {"n_samples": P.significance.get("n_samples", 1000),
-                         "seed": P.significance.get("seed", 12345)},
-    }
-    standins = [f"{pair}: {get_corpus(source).description}" for pair, source in sources.items()
-                if get_corpus(source).kind == "generation" and source.startswith("standin-")]
-    if standins:
-        footer["standin"] = "; ".join(standins)
-    if "speed" in spec.analyses:
-        footer["speed"] = (f"one CPU thread, alone on the machine; the first {P.analysis.get('speed_sentences', 200)} "
-                           f"test sentences; median of {SPEED['repeats']} timed passes after one warm-up pass")
-    if spec.probing:
-        footer["probing"] = (f"{'SentEval probing files' if P.scale == 'paper' else 'text-only tasks built from ' + probing_corpus().source}; "
-                             f"mean of the top encoder layer (two encoders: gated), classifier seed "
-                             f"{P.probing.get('seed', 1)}")
-    return {"cells": table_files(table), "footer": footer}
+    columns = sorted({col for row in spec.cells.values() for col in row})
+    corpus = {col: P.corpus_of(next(r[col] for r in spec.cells.values() if col in r)) for col in columns}
+    significance = None
+    if spec.significance is not None:
+        significance = {k: getattr(spec.significance, k) for k in ("value", "test", "n_samples", "seed")}
+    facts = {"table": table, "scale": P.scale, "columns": columns,
+             "corpora": {col: c.source for col, c in corpus.items()},
+             "corpus_descriptions": {col: get_corpus(c.source).description for col, c in corpus.items()},
+             "test_sets": dict(spec.test_sets), "significance": significance, "analyses": dict(spec.analyses)}
+    return {"layout": spec.layout, "values": dict(spec.values), "cells": cell_files(table), "facts": facts}
 
 
 def table_inputs(wildcards):
-    cells = table_files(table_of(wildcards))
-    return sorted({f for row in cells.values() for cell in row.values() for f in cell.values()})
+    files = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key != "system":
+                    walk(value)
+        elif isinstance(node, list):
+            files.update(node)
+        else:
+            files.add(node)
+
+    walk(cell_files(table_of(wildcards)))
+    return sorted(files)
 
 
-TABLE_OUTPUTS = "|".join(sorted(t.output for t in P.tables.values() if not t.figure)) or "none"
-FIGURE_OUTPUTS = "|".join(sorted(t.output for t in P.tables.values() if t.figure)) or "none"
+TABLE_OUTPUTS = alternatives(t.output for t in P.tables.values() if not t.figure)
+FIGURE_OUTPUTS = alternatives(t.output for t in P.tables.values() if t.figure)
 
 
 rule table:
@@ -238,16 +245,16 @@ rule table:
     output:
         tsv="results/{paper}/{output}.tsv",
         md="results/{paper}/{output}.md",
+        cells=f"{R}/tables/{{paper}}-{{output}}/cells.json",
     wildcard_constraints:
         output=TABLE_OUTPUTS,
     params:
         spec=lambda wc: q(table_spec(table_of(wc))),
-        name=table_of,
     log:
         f"{R}/logs/table/{{paper}}-{{output}}.log",
     shell:
-        "python -m pipeline table --name {params.name} --spec {params.spec} --output {output.tsv} "
-        "--markdown {output.md} > {log} 2>&1"
+        "python -m pipeline table --spec {params.spec} --output {output.tsv} --markdown {output.md} "
+        "--cells {output.cells} > {log} 2>&1"
 
 
 rule figure:
@@ -256,13 +263,13 @@ rule figure:
     output:
         tsv="results/{paper}/{output}.tsv",
         png="results/{paper}/{output}.png",
+        cells=f"{R}/tables/{{paper}}-{{output}}/cells.json",
     wildcard_constraints:
         output=FIGURE_OUTPUTS,
     params:
         spec=lambda wc: q(table_spec(table_of(wc))),
-        name=table_of,
     log:
         f"{R}/logs/figure/{{paper}}-{{output}}.log",
     shell:
-        "python -m pipeline table --name {params.name} --spec {params.spec} --output {output.tsv} "
-        "--figure {output.png} > {log} 2>&1"
+        "python -m pipeline table --spec {params.spec} --output {output.tsv} --figure {output.png} "
+        "--cells {output.cells} > {log} 2>&1"

@@ -1,8 +1,8 @@
 # One trained system per experiment. Checkpoints live in runs/<exp> (not an output), so a killed or
-# preempted job resumes when rerun; the output is the final model.
+# preempted job resumes when rerun; the outputs are the kept model, the run summary and the learning curves.
 
 
-# the dvclive learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
+# the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
 CURVES = ("train/loss", "train/nll", "train/lr", "valid/loss", "valid/nll", "valid/ppl")
 
 
@@ -22,9 +22,8 @@ def train_inputs(wildcards):
 def train_spec(wildcards):
     """Everything that defines the trained weights; a change reruns the job (Snakemake's params trigger)."""
     exp = P.experiments[wildcards.exp]
-    arch, options = P.model_options(exp.name)
-    return {"experiment": exp.name, "arch": arch, "options": options,
-            "recipe": P.recipes[exp.recipe].train, "seed": P.seed, "init": exp.init}
+    return {"experiment": exp.name, "model": P.model_spec(exp.name), "recipe": P.recipes[exp.recipe].train,
+            "seed": P.seed, "init": exp.init}
 
 
 def launcher(wildcards, resources):
