@@ -1,6 +1,5 @@
 """The metrics registry: multi-reference BLEU against sacreBLEU, stats that rescore exactly, ROUGE via rouge-score."""
 import json
-import random
 
 import numpy as np
 import pytest
@@ -9,44 +8,11 @@ from sacrebleu.metrics import BLEU
 
 from pipeline.errors import PipelineError
 from pipeline.evaluate.metrics import METRICS, Metric, get_metric, register_metric
+from sentences import corpus, noisy
 
-WORDS = ("the cat dog house river Paris train man woman red old new saw found took near under behind quickly "
-         "yesterday and but EU Commission report, said that it would be ready soon").split()
-
-
-def _corpus(seed: int, n: int = 80) -> list[str]:
-    """Detokenised sentences of 3-25 words with capitals, commas and final full stops."""
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(n):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 25))]
-        words[0] = words[0].capitalize()
-        lines.append(" ".join(words) + rng.choice([".", "?", "!", "."]))
-    return lines
-
-
-def _noisy(lines: list[str], seed: int, rate: float) -> list[str]:
-    """Each word dropped, replaced or case-flipped with probability `rate` (a system or a paraphrase)."""
-    rng = random.Random(seed)
-    out = []
-    for line in lines:
-        words = []
-        for word in line.split():
-            r = rng.random()
-            if r < rate / 3:
-                continue
-            if r < 2 * rate / 3:
-                word = rng.choice(WORDS)
-            elif r < rate:
-                word = word.swapcase()
-            words.append(word)
-        out.append(" ".join(words))
-    return out
-
-
-REFS = _corpus(1)
-STREAMS = [REFS, _noisy(REFS, 2, 0.3), _noisy(REFS, 3, 0.3), _noisy(REFS, 4, 0.3)]  # NIST-like: 4 references
-HYPS = _noisy(REFS, 5, 0.45)
+REFS = corpus(1)
+STREAMS = [REFS, noisy(REFS, 2, 0.3), noisy(REFS, 3, 0.3), noisy(REFS, 4, 0.3)]  # NIST-like: 4 references
+HYPS = noisy(REFS, 5, 0.45)
 
 
 def _tokenised(lines: list[str]) -> list[str]:

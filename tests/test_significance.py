@@ -1,7 +1,6 @@
 """Paired significance tests from per-sentence stats: sacreBLEU's own p-values, scipy's, hand-worked ones; marks."""
 import json
 import math
-import random
 
 import numpy as np
 import pytest
@@ -13,48 +12,15 @@ from pipeline.errors import PipelineError
 from pipeline.evaluate.metrics import get_metric
 from pipeline.evaluate.significance import TESTS, get_test, register_test, run_test
 from pipeline.report.marks import significance_mark
+from sentences import corpus, noisy
 
-WORDS = ("the cat dog house river Paris train man woman red old new saw found took near under behind quickly "
-         "yesterday and but EU Commission report, said that it would be ready soon").split()
-
-
-def _corpus(seed: int, n: int = 80) -> list[str]:
-    """Detokenised sentences of 3-25 words with capitals, commas and final punctuation."""
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(n):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 25))]
-        words[0] = words[0].capitalize()
-        lines.append(" ".join(words) + rng.choice([".", "?", "!", "."]))
-    return lines
-
-
-def _noisy(lines: list[str], seed: int, rate: float) -> list[str]:
-    """Each word dropped, replaced or case-flipped with probability `rate`: a system of some quality."""
-    rng = random.Random(seed)
-    out = []
-    for line in lines:
-        words = []
-        for word in line.split():
-            r = rng.random()
-            if r < rate / 3:
-                continue
-            if r < 2 * rate / 3:
-                word = rng.choice(WORDS)
-            elif r < rate:
-                word = word.swapcase()
-            words.append(word)
-        out.append(" ".join(words))
-    return out
-
-
-REFS = _corpus(1)
-STREAMS = [REFS, _noisy(REFS, 2, 0.3)]
-BASELINE = _noisy(REFS, 11, 0.45)
+REFS = corpus(1)
+STREAMS = [REFS, noisy(REFS, 2, 0.3)]
+BASELINE = noisy(REFS, 11, 0.45)
 SYSTEMS = {  # sacreBLEU 27.72 for the baseline; measured p-values (bs / ar, seed 12345, 1000 samples)
-    "near-tie": _noisy(REFS, 17, 0.47),  # 27.03, slightly worse: p 0.32 / 0.83
-    "better": _noisy(REFS, 12, 0.45),    # 33.04: p 0.039 / 0.078
-    "clear": _noisy(REFS, 16, 0.35),     # 39.34: p at the floor, 1/1001
+    "near-tie": noisy(REFS, 17, 0.47),  # 27.03, slightly worse: p 0.32 / 0.83
+    "better": noisy(REFS, 12, 0.45),    # 33.04: p 0.039 / 0.078
+    "clear": noisy(REFS, 16, 0.35),     # 39.34: p at the floor, 1/1001
 }
 TEST_TYPES = {"paired_bootstrap": "bs", "approximate_randomization": "ar"}
 

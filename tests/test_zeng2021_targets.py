@@ -69,8 +69,11 @@ def test_every_zeng2021_target_builds_on_toy_corpora(tmp_path):
     assert set(fig3) == {("batch size", "10", "4"), ("batch size", "100", "4"), ("beam", "100", "1"),
                          ("beam", "100", "4")}
     for row in fig3.values():
-        ratio = float(row["RAN-ALL tokens/s"]) / float(row["TransF tokens/s"])
-        assert abs(float(row["RAN-ALL / TransF"]) - ratio) < 0.01 * ratio  # tokens/s are printed rounded
+        ran, transf = float(row["RAN-ALL tokens/s"]), float(row["TransF tokens/s"])
+        if ran == 0 or transf == 0:  # an undertrained toy system may write only empty outputs: no ratio
+            assert row["RAN-ALL / TransF"] == ""
+            continue
+        assert abs(float(row["RAN-ALL / TransF"]) - ran / transf) < 0.01 * ran / transf  # printed rounded
     for name in ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8"):
         assert (results / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert read_table(results / f"{name}.tsv"), name

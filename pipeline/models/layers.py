@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pipeline.errors import PipelineError
-from pipeline.models.seq2seq import SHARED, Seq2Seq, index_batch  # noqa: F401 (re-exported for older imports)
 
 
 def masked_mean(x: Tensor, pad: Tensor) -> Tensor:

@@ -206,7 +206,7 @@ def _check_pairing(encoder: str, decoder: str, options: Mapping[str, Any]) -> No
     dec.check_memory(enc.memory_dims)
     sizes = {"source embedding": enc.embed_dim, "target embedding": dec.embed_dim, "output": dec.output_dim}
     if model.share_embeddings and len(set(sizes.values())) > 1:
-        raise PipelineError(f"model option 'share_embeddings': expected one size for the three tables, got "
+        raise PipelineError("model option 'share_embeddings': expected one size for the three tables, got "
                             + ", ".join(f"{k} {v}" for k, v in sizes.items()))
     if model.tie_output and dec.embed_dim != dec.output_dim:
         raise PipelineError(f"model option 'tie_output': expected the target embedding size ({dec.embed_dim}) to "

@@ -10,10 +10,10 @@ from typing import Mapping
 
 from torch import Tensor, nn
 
-from pipeline.models.layers import SHARED, FeedForward, MultiHeadAttention, SinusoidalPositions
+from pipeline.models.layers import FeedForward, MultiHeadAttention, SinusoidalPositions
 from pipeline.models.ran import TablePatterns, install_patterns, set_attention_dropout, using
 from pipeline.models.ran_options import TABLE_KINDS
-from pipeline.models.seq2seq import Decoder, Encoder, register_decoder, register_encoder
+from pipeline.models.seq2seq import SHARED, Decoder, Encoder, register_decoder, register_encoder
 from pipeline.models.transformer_options import (TransformerDecoderOptions, TransformerEncoderOptions,
                                                  TransformerSideOptions)
 

@@ -326,7 +326,7 @@ def table4(cells: dict, facts: dict) -> Table:
 # ------------------------------------------------------------------ Figure 3 (decoding speed)
 def _check_speed(cell, where: str, pair: str) -> None:
     """{"speed": {"rows": [{"batch_size", "beam", "tokens_per_s", ...}, ...], "sentences", "device"}}:
-    distinct settings, positive rates."""
+    distinct settings, rates >= 0."""
     check_keys(cell, where, ("speed",), ("system",))
     check_keys(cell["speed"], f"{where}.speed", ("rows",), ("sentences", "device"))
     speed = cell["speed"]["rows"]
@@ -344,8 +344,7 @@ def _check_speed(cell, where: str, pair: str) -> None:
             if key not in item:
                 raise PipelineError(f"{at}.{key}: missing")
         setting = (_positive_int(item["batch_size"], f"{at}.batch_size"), _positive_int(item["beam"], f"{at}.beam"))
-        if _nonneg(item["tokens_per_s"], f"{at}.tokens_per_s") == 0:
-            raise PipelineError(f"{at}.tokens_per_s: expected a positive rate, got 0")
+        _nonneg(item["tokens_per_s"], f"{at}.tokens_per_s")  # 0: the system wrote only empty outputs
         if setting in seen:
             raise PipelineError(f"{at}: batch size {setting[0]}, beam {setting[1]} appears twice; expected "
                                 f"one rate per setting")
