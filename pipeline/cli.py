@@ -33,7 +33,8 @@ def _read_json(path: str | Path) -> dict:
 def cmd_check_config(args) -> None:
     from pipeline.config import load_params
     params = load_params(args.params, scale=args.scale)
-    print(f"{args.params} + {len(params.files)} paper file(s): OK (scale {params.scale}; {len(params.corpora)} corpora, "
+    print(f"{args.params} + {len(params.files)} paper file(s): OK (scale {params.scale}; "
+          f"{len(params.corpora)} corpora, "
           f"{len(params.models)} models, {len(params.systems)} systems, {len(params.tables)} tables and figures)")
 
 

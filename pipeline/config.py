@@ -144,6 +144,11 @@ class Table:
             return None
         return self.cells[self.significance.baselines[row]].get(column)
 
+    def tested(self) -> tuple[str, str]:
+        """(metric, field) of the value the significance test compares ("" for the metric's own score)."""
+        metric, _, field = self.values[self.significance.value].partition(".")
+        return metric, field
+
     def metrics(self) -> list[str]:
         """The metrics whose score files the cells read."""
         return sorted({source.split(".")[0] for source in self.values.values() if not source.startswith("train.")})
@@ -505,8 +510,7 @@ class _House:
         for col in columns:
             if col not in by_col:
                 r.fail(key, f"missing the test set of column '{col}'")
-            corpora = {self.corpora[self._corpus_of(s)].name for row in cells.values()
-                       for c, s in row.items() if c == col}
+            corpora = {self._corpus_of(s) for row in cells.values() for c, s in row.items() if c == col}
             for corpus in corpora:
                 if by_col[col] not in self.corpora[corpus].test_sets:
                     r.fail(f"{key}.{col}" if isinstance(raw, dict) else key,

@@ -1,8 +1,9 @@
 """An ensemble of translation models behind the Seq2Seq interface: every step averages the members'
 log-probabilities, so beam search and greedy decoding serve it unchanged.
 
-shu2016 (section 5.1) decodes with an ensemble of two models but does not say how their predictions combine;
-averaging log-probabilities is our choice (Nematus's Theano decoder adds them, which ranks as their mean would).
+Shu and Nakayama (2016, section 5.1) decode with an ensemble of two models but do not say how their predictions
+combine; averaging log-probabilities is our choice (Nematus's Theano decoder adds them, which ranks as their
+mean would).
 The average is returned as logits and search applies log_softmax to it, so unlike Nematus each step's distribution
 is renormalised (a normalised geometric mean of the members' distributions).
 """

@@ -22,8 +22,9 @@ class Recipe:
     optimizer: adam (adam_betas, adam_eps) | adadelta (adadelta_rho, adadelta_eps; lr scales the update, 1.0 is
     Zeiler's) | sgd (sgd_momentum). schedule: inverse_sqrt (linear warmup to lr over `warmup` updates, then
     ~ step^-0.5) | constant | halve_last_epochs (lr halved at the start of each of the last `halve_epochs` of
-    `max_epochs` epochs, shu2016) | halve_on_plateau (halved after `plateau_patience` validations without a lower
-    validation NLL). batch_unit: tokens (batch_size = padded tokens per batch) | sentences (batch_size pairs).
+    `max_epochs` epochs, as Shu and Nakayama 2016) | halve_on_plateau (halved after `plateau_patience`
+    validations without a lower validation NLL). batch_unit: tokens (batch_size = padded tokens per batch) |
+    sentences (batch_size pairs).
     loss_norm: tokens (loss / target tokens of the batch) | sentences (per-sentence sums averaged over the batch,
     dl4mt). Stop after max_steps updates or max_epochs epochs (exactly one > 0). keep: the weights written as
     model.pt: last | best_loss (lowest validation NLL) | best_bleu (highest validation BLEU, greedy) | average

@@ -55,7 +55,7 @@ def build_optimizer(params, recipe: Recipe) -> torch.optim.Optimizer:
     """The optimizer a recipe names, at lr = recipe.lr (the scheduler sets each update's rate)."""
     if recipe.optimizer == "adam":
         return torch.optim.Adam(params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps)
-    if recipe.optimizer == "adadelta":  # werlen2018 / zhang2018: rho 0.95, eps 1e-6, lr 1.0
+    if recipe.optimizer == "adadelta":  # the dl4mt-style RNN recipes: rho 0.95, eps 1e-6, lr 1.0
         return torch.optim.Adadelta(params, lr=recipe.lr, rho=recipe.adadelta_rho, eps=recipe.adadelta_eps)
     if recipe.optimizer == "sgd":
         return torch.optim.SGD(params, lr=recipe.lr, momentum=recipe.sgd_momentum)
@@ -112,7 +112,8 @@ class Constant(Scheduler):
 
 
 class HalveLastEpochs(Scheduler):
-    """lr, halved at the start of each of the last halve_epochs of max_epochs epochs (shu2016: 6 epochs, last 3)."""
+    """lr, halved at the start of each of the last halve_epochs of max_epochs epochs (Shu and Nakayama 2016:
+    6 epochs, the last 3)."""
 
     def rate(self, step: int, epoch: int) -> float:
         first_halved = self.recipe.max_epochs - self.recipe.halve_epochs  # 0-based
@@ -849,8 +850,9 @@ def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | N
                   ) -> tuple[tuple[list[list[int]], list[list[int]]], int]:
     """The pairs whose source + EOS and BOS + target fit `limit` positions, and how many were dropped.
 
-    RAN (Zeng et al. 2021, 3.1) removes sentences longer than its 256x256 attention matrices; BPE can lengthen a sentence
-    that passed the word-count filter, so the trainer drops those too instead of crashing (None: no limit).
+    RAN (Zeng et al. 2021, 3.1) removes sentences longer than its 256x256 attention matrices; BPE can lengthen a
+    sentence that passed the word-count filter, so the trainer drops those too instead of crashing (None: no
+    limit).
     """
     src, tgt = pairs
     if limit is None:

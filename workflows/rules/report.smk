@@ -24,7 +24,7 @@ def test_set(table, system):
 def significance_inputs(wildcards):
     spec = P.tables[wildcards.table]
     row, col = position(wildcards.table, wildcards.system)
-    metric = spec.values[spec.significance.value].split(".")[0]
+    metric, _ = spec.tested()
     split = spec.test_sets[col]
     return {"system": score_file(wildcards.system, split, metric),
             "baseline": score_file(spec.baseline(row, col), split, metric)}
@@ -37,7 +37,7 @@ rule significance:
         f"{R}/tables/{{table}}/significance/{{system}}.json",
     params:
         settings=lambda wc: q({k: getattr(P.tables[wc.table].significance, k) for k in ("test", "n_samples", "seed")}),
-        field=lambda wc: (P.tables[wc.table].values[P.tables[wc.table].significance.value].split(".") + [""])[1],
+        field=lambda wc: P.tables[wc.table].tested()[1],
     log:
         f"{R}/logs/significance/{{table}}/{{system}}.log",
     shell:
