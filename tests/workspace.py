@@ -22,7 +22,8 @@ TOY_MODEL = {"encoder": "transformer", "decoder": "transformer", "d_model": 32, 
 TOY_RESOURCES = {"gpu": 0, "runtime": 10, "mem_mb": 1000, "cpus": 1}
 TOY_RECIPE = {"optimizer": "adam", "lr": 0.003, "warmup": 20, "max_steps": 60, "batch_size": 600,
               "label_smoothing": 0.1, "checkpoint_every": 20, "valid_every": 20, "resources": dict(TOY_RESOURCES)}
-TOY_FINETUNE = {**TOY_RECIPE, "lr": 0.002, "warmup": 10, "max_steps": 30, "checkpoint_every": 10, "valid_every": 10}
+TOY_FINETUNE = {**TOY_RECIPE, "lr": 0.002, "warmup": 10, "max_steps": 30, "checkpoint_every": 10, "valid_every": 10,
+                "resources": dict(TOY_RESOURCES)}  # its own dict: a test may change one recipe's resources
 TOY_CORPUS = {"max_len": 30, "bpe_merges": 30, "valid_size": 40, "test_size": 60}
 
 TOY_SHARED = {
