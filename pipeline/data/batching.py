@@ -15,6 +15,17 @@ def batch_cost(src_len: int, tgt_len: int) -> int:
     return max(src_len, tgt_len) + 1
 
 
+def _length_order(caller: str, src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int,
+                  unit: str) -> list[int]:
+    """Pair indices sorted by (target length, source length, index), after checking the arguments."""
+    if len(src_lens) != len(tgt_lens):
+        raise PipelineError(f"{caller}: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
+                            "expected one per pair")
+    if batch_size < 1:
+        raise PipelineError(f"batch_size: got {batch_size}, expected a positive integer ({unit})")
+    return sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
+
+
 def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens: int, *, seed: int, epoch: int,
                   shuffle: bool = True) -> list[list[int]]:
     """Indices grouped by length so that (longest padded length) * n <= batch_tokens; order seeded by (seed, epoch).
@@ -23,12 +34,7 @@ def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens
     is shuffled with a generator seeded by (seed, epoch). A single pair longer than the budget gets a batch of
     its own (our choice: never drop or crash; the cleaning step filters long sentences).
     """
-    if len(src_lens) != len(tgt_lens):
-        raise PipelineError(f"token_batches: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
-                            "expected one per pair")
-    if batch_tokens < 1:
-        raise PipelineError(f"batch_size: got {batch_tokens}, expected a positive integer (padded tokens per batch)")
-    order = sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
+    order = _length_order("token_batches", src_lens, tgt_lens, batch_tokens, "padded tokens per batch")
     batches: list[list[int]] = []
     current: list[int] = []
     longest = 0
@@ -50,17 +56,12 @@ def sentence_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_siz
                      shuffle: bool = True) -> list[list[int]]:
     """Indices in batches of exactly `batch_size` pairs but the last; order seeded by (seed, epoch).
 
-    Pairs are sorted by (target length, source length, index) and cut into consecutive batches (shu2016: batches
-    of 64 pairs grouped by length). The full batches are shuffled with a generator seeded by (seed, epoch); the
+    Pairs are sorted by (target length, source length, index) and cut into consecutive batches (Shu and Nakayama
+    2016: batches of 64 pairs grouped by length). The full batches are shuffled with a generator seeded by (seed, epoch); the
     one short batch (the longest pairs, if len % batch_size) stays last (our choice: only the last batch of an
     epoch is short).
     """
-    if len(src_lens) != len(tgt_lens):
-        raise PipelineError(f"sentence_batches: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
-                            "expected one per pair")
-    if batch_size < 1:
-        raise PipelineError(f"batch_size: got {batch_size}, expected a positive integer (sentence pairs)")
-    order = sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
+    order = _length_order("sentence_batches", src_lens, tgt_lens, batch_size, "sentence pairs")
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
     short = batches.pop() if batches and len(batches[-1]) < batch_size else None
     if shuffle:
