@@ -107,8 +107,29 @@ def _pair_attention_dropout(part: nn.Module, other: nn.Module) -> None:
         set_attention_dropout(part, o.ran_attention_dropout)
 
 
+class PatternSide:
+    """What the Transformer encoder and decoder share about their (optional) input-agnostic pattern attention
+    (self.patterns, set by each side's __init__)."""
+
+    @property
+    def uses_patterns(self) -> bool:
+        return self.patterns is not None
+
+    @property
+    def max_input_len(self) -> int | None:
+        return _length_limit(self.options)
+
+    def pair_with(self, other: nn.Module) -> None:
+        _pair_attention_dropout(self, other)
+
+    def reset_parameters(self) -> None:
+        """Per-head [M,M] pattern matrices (ran.py)."""
+        if self.patterns is not None:
+            self.patterns.reset_parameters()
+
+
 @register_encoder("transformer")
-class TransformerEncoder(Encoder):
+class TransformerEncoder(PatternSide, Encoder):
     """Post-LN self-attention stack over sqrt(d)-scaled embeddings + sinusoidal positions: {"enc", "enc_pad"}.
 
     With rel_pos_k > 0 the absolute positions stay (our choice: hao2019 5.3 does not say, and the warm-started
@@ -121,22 +142,6 @@ class TransformerEncoder(Encoder):
         self.input = InputLayer(o.d_model, o.max_positions, o.dropout)
         self.layers = nn.ModuleList(EncoderLayer(o) for _ in range(o.enc_layers))
         self.patterns = install_patterns(o.enc_self_attn, self.layers, o.d_model, o.heads, False, o)
-
-    @property
-    def uses_patterns(self) -> bool:
-        return self.patterns is not None
-
-    @property
-    def max_input_len(self) -> int | None:
-        return _length_limit(self.options)
-
-    def pair_with(self, decoder: Decoder) -> None:
-        _pair_attention_dropout(self, decoder)
-
-    def reset_parameters(self) -> None:
-        """Per-head [M,M] pattern matrices (ran.py)."""
-        if self.patterns is not None:
-            self.patterns.reset_parameters()
 
     def embed(self, x: Tensor) -> Tensor:
         """Lookups x [B,S,d] -> the stack's input [B,S,d] (zeng2021 Table 2 drops the positions: enc_positions)."""
@@ -155,7 +160,7 @@ class TransformerEncoder(Encoder):
 
 
 @register_decoder("transformer")
-class TransformerDecoder(Decoder):
+class TransformerDecoder(PatternSide, Decoder):
     """Post-LN decoder stack over sqrt(d)-scaled embeddings + positions, attending memory "enc"; incremental
     steps cache every layer's keys/values and, once per search, the decoder's pattern tables."""
 
@@ -169,22 +174,6 @@ class TransformerDecoder(Decoder):
     def make_layer(self, index: int) -> nn.Module:
         """Decoder layer number `index` (0 = bottom)."""
         return DecoderLayer(self.options)
-
-    @property
-    def uses_patterns(self) -> bool:
-        return self.patterns is not None
-
-    @property
-    def max_input_len(self) -> int | None:
-        return _length_limit(self.options)
-
-    def pair_with(self, encoder: Encoder) -> None:
-        _pair_attention_dropout(self, encoder)
-
-    def reset_parameters(self) -> None:
-        """Per-head [M,M] pattern matrices (ran.py)."""
-        if self.patterns is not None:
-            self.patterns.reset_parameters()
 
     def embed(self, y: Tensor, offset: int = 0) -> Tensor:
         """Lookups y [B,T,d] at positions offset.. -> the stack's input [B,T,d] (dec_positions: zeng2021 Table 2)."""
