@@ -75,6 +75,11 @@ def load_model(path: Path, device="cpu"):
     return model, info
 
 
+def trained_precision(info: dict) -> str:
+    """The precision a model was trained at (load_model's info; float32 for files from before precisions)."""
+    return info["meta"].get("precision", "float32")
+
+
 def average_checkpoints(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
     """Element-wise mean of the "weights" of several checkpoint files (model records or training states).
 

@@ -141,13 +141,16 @@ def cmd_train(args) -> None:
 
 
 def _load_systems(paths: list[str]):
-    """One model, or an ensemble of several averaging their log-probabilities."""
-    from pipeline.checkpoint import load_model
-    models = [load_model(Path(path))[0] for path in paths]
-    if len(models) == 1:
-        return models[0]
+    """One model, or an ensemble of several averaging their log-probabilities, and the precision they were trained
+    at (float32 if the members differ)."""
+    from pipeline.checkpoint import load_model, trained_precision
+    loaded = [load_model(Path(path)) for path in paths]
+    precisions = {trained_precision(info) for _, info in loaded}
+    precision = precisions.pop() if len(precisions) == 1 else "float32"
+    if len(loaded) == 1:
+        return loaded[0][0], precision
     from pipeline.ensemble import Ensemble
-    return Ensemble(models)
+    return Ensemble([model for model, _ in loaded]), precision
 
 
 def cmd_translate(args) -> None:
@@ -158,14 +161,14 @@ def cmd_translate(args) -> None:
     from pipeline.translate import translate_nbest
 
     spec = json.loads(args.spec)
-    model = _load_systems(args.model)
+    model, precision = _load_systems(args.model)
     src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
     started = time.time()
     nbest = spec.get("nbest", 1)
     out = translate_nbest(model, src_vocab, tgt_vocab, read_lines(args.input), nbest=nbest, beam=spec["beam"],
                           length=spec.get("length", "penalty"), alpha=spec["length_penalty"],
                           batch_size=spec["batch_size"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, precision=precision)
 
     def post(line: str) -> str:
         return detokenize_lines([remove_bpe(line)], args.lang)[0]
@@ -239,20 +242,21 @@ def cmd_length_bins(args) -> None:
 
 
 def _test_ids(model_path: str, src: str, tgt: str | None, src_vocab: str, tgt_vocab: str | None, limit: int):
-    """The model and the first `limit` test sentences as ids, pairs that do not fit the model left out."""
+    """The model, its record (load_model's info) and the first `limit` test sentences as ids, pairs that do not fit
+    the model left out."""
     from pipeline.checkpoint import load_model
     from pipeline.data.vocab import Vocab
     from pipeline.train import within_length
 
-    model, _ = load_model(Path(model_path))
+    model, info = load_model(Path(model_path))
     src_ids = [Vocab.load(src_vocab).encode(line) for line in read_lines(src)[:limit]]
     if tgt is None:
-        return model, src_ids, None
+        return model, info, src_ids, None
     tgt_ids = [Vocab.load(tgt_vocab).encode(line) for line in read_lines(tgt)[:limit]]
     (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), model.max_input_len)
     if dropped:
         print(f"note: {dropped} test pair(s) longer than the model's positions left out", file=sys.stderr)
-    return model, src_ids, tgt_ids
+    return model, info, src_ids, tgt_ids
 
 
 def cmd_attention(args) -> None:
@@ -260,7 +264,7 @@ def cmd_attention(args) -> None:
 
     from pipeline.evaluate.attention import attention_statistics
     torch.manual_seed(0)
-    model, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab, args.sentences)
+    model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab, args.sentences)
     _write_json(args.output, attention_statistics(model, src_ids, tgt_ids, bins=args.bins))
 
 
@@ -272,14 +276,18 @@ def cmd_patterns(args) -> None:
 
 def cmd_speed(args) -> None:
     from pipeline.evaluate.speed import decoding_speed
-    model, src_ids, _ = _test_ids(args.model, args.src, None, args.src_vocab, None, args.sentences)
+    from pipeline.checkpoint import trained_precision
+    from pipeline.precision import autocast
+    model, info, src_ids, _ = _test_ids(args.model, args.src, None, args.src_vocab, None, args.sentences)
+    precision = trained_precision(info)
     spec = json.loads(args.spec)
     model.eval()
-    rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
-                          repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
-                          length=spec.get("length", "penalty"), alpha=spec["length_penalty"])
     device = next(model.parameters()).device.type
-    _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": device})
+    with autocast(precision, device):
+        rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
+                              repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
+                              length=spec.get("length", "penalty"), alpha=spec["length_penalty"])
+    _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": f"{device} ({precision})"})
     for row in rows:
         print(f"batch {row['batch_size']:>4} beam {row['beam']:>3}: {row['tokens_per_s']:.1f} tokens/s")
 

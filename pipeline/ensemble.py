@@ -89,6 +89,7 @@ class Ensemble(Seq2Seq):
             logits, st = member.decode_step(prev_tokens, mem, st)
             log_probs.append(torch.log_softmax(logits.float(), dim=-1))
             new_states.append(st)
+        memory.update(_merge(memories))  # what the members cached in their memory (Seq2Seq.decode_step)
         return self._average(log_probs), _merge(new_states)
 
     def reorder_state(self, state: Tensors | None, order: Tensor) -> Tensors | None:

@@ -13,6 +13,7 @@ SCHEDULES = ("inverse_sqrt", "constant", "halve_last_epochs", "halve_on_plateau"
 BATCH_UNITS = ("tokens", "sentences")
 LOSS_NORMS = ("tokens", "sentences")
 KEEPS = ("last", "best_loss", "best_bleu", "average")
+PRECISIONS = ("auto", "float32", "bfloat16")  # pipeline/precision.py resolves "auto" per device
 
 
 @dataclass
@@ -28,7 +29,9 @@ class Recipe:
     loss_norm: tokens (loss / target tokens of the batch) | sentences (per-sentence sums averaged over the batch,
     dl4mt). Stop after max_steps updates or max_epochs epochs (exactly one > 0). keep: the weights written as
     model.pt: last | best_loss (lowest validation NLL) | best_bleu (highest validation BLEU, greedy) | average
-    (mean of the last `average_last` checkpoints).
+    (mean of the last `average_last` checkpoints). precision: float32 | bfloat16 (autocast: matrix products in
+    bfloat16, weights and loss in float32) | auto (bfloat16 where the device has it natively); decoding follows the
+    model's training precision.
     """
 
     lr: float
@@ -55,6 +58,7 @@ class Recipe:
     valid_every: int = 100
     log_every: int = 10
     seed: int = 1
+    precision: str = "auto"
 
     def __post_init__(self):
         if isinstance(self.adam_betas, list):
@@ -116,6 +120,7 @@ _RULES: dict[str, tuple[str, Any, str]] = {
     "valid_every": ("int", lambda v: v >= 1, "an integer >= 1"),
     "log_every": ("int", lambda v: v >= 1, "an integer >= 1"),
     "seed": ("int", lambda v: True, "an integer"),
+    "precision": ("str", lambda v: v in PRECISIONS, _one_of(PRECISIONS)),
 }
 _FLOAT_HINT = " (write floats with a dot and a signed exponent, e.g. 1.0e-3: YAML reads 1e-3 as a string)"
 

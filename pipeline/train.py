@@ -1,7 +1,8 @@
 """One trainer for every model family: it builds what a recipe (pipeline/recipe.py) names -- Adam, Adadelta or SGD;
 inverse-sqrt, constant or halving schedules; token or sentence batches; per-token or per-sentence loss; stop by
-updates or epochs; keep the last, best or averaged weights -- with label smoothing, gradient clipping, atomic
-checkpoints and bitwise-exact resume, DDP (gloo on CPU, nccl on GPU), learning curves (dvclive TSVs) and tqdm."""
+updates or epochs; keep the last, best or averaged weights; float32 or bfloat16 autocast -- with label smoothing,
+gradient clipping, atomic checkpoints and bitwise-exact resume, DDP (gloo on CPU, nccl on GPU), learning curves
+(dvclive TSVs) and tqdm."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,6 +31,7 @@ from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
 from pipeline.models.registry import count_parameters, init_from
+from pipeline.precision import autocast, resolve
 from pipeline.recipe import Recipe
 
 __all__ = ["Recipe", "fit", "build_optimizer", "build_scheduler", "build_batches", "lr_at", "smoothed_loss",
@@ -180,22 +182,47 @@ def validation_bleu(hyps: Sequence[Sequence[int]], refs: Sequence[Sequence[int]]
 
 
 # ------------------------------------------------------------------------------------------------- loss
+class _SmoothedCrossEntropy(torch.autograd.Function):
+    """Sums over non-PAD rows of the smoothed and the plain cross entropy of logits z [N,V], and their gradient
+    (softmax(z) - q) * g in one pass over [N,V]: the output layer's loss costs a fifth of a tiny model's step, and
+    autograd through log_softmax, gather and sum takes several (our implementation; tests check it against
+    autograd)."""
+
+    @staticmethod
+    def forward(ctx, logits, target, smoothing: float):
+        lprobs = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # [N,V], float32 whatever the logits
+        pad_rows = (target == PAD).nonzero().squeeze(1)
+        nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).index_fill_(0, pad_rows, 0.0)
+        loss = nll
+        if smoothing > 0:
+            others = (-lprobs.sum(-1)).index_fill_(0, pad_rows, 0.0) - nll  # -log p over the V - 1 other words
+            loss = (1 - smoothing) * nll + smoothing / (lprobs.size(-1) - 1) * others
+        ctx.save_for_backward(lprobs, target, pad_rows)
+        ctx.smoothing, ctx.dtype = smoothing, logits.dtype
+        return loss.sum(), nll.sum()
+
+    @staticmethod
+    def backward(ctx, grad_loss, grad_nll):
+        lprobs, target, pad_rows = ctx.saved_tensors
+        off = ctx.smoothing / (lprobs.size(-1) - 1) if ctx.smoothing > 0 else 0.0  # q_v of every other word
+        grad = torch.exp(lprobs).mul_(grad_loss + grad_nll)  # softmax, for both sums
+        if off:
+            grad.sub_(grad_loss * off)
+        gold = grad_loss * (1 - ctx.smoothing - off) + grad_nll  # q_gold beyond `off`, and the plain nll's 1
+        grad.scatter_add_(-1, target.unsqueeze(-1), (-gold).expand(target.size(0), 1).contiguous())
+        return grad.index_fill_(0, pad_rows, 0.0).to(ctx.dtype), None, None
+
+
 def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float
                   ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Label-smoothed cross entropy summed over non-PAD targets: logits [N,V], target [N] -> (loss, nll, n).
 
     The smoothed target puts 1 - eps on the gold token and eps / (V - 1) on every other token (THUMT's
-    smoothing, Szegedy et al. 2016); loss = -sum_v q_v log p_v. nll is the plain -log p(gold) sum.
+    smoothing, Szegedy et al. 2016); loss = -sum_v q_v log p_v. nll is the plain -log p(gold) sum. Computed in
+    float32 whatever the logits' precision.
     """
-    lprobs = F.log_softmax(logits.float(), dim=-1)
-    keep = target != PAD
-    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    if smoothing > 0:
-        others = -lprobs.sum(-1) - nll
-        loss = (1 - smoothing) * nll + smoothing / (lprobs.size(-1) - 1) * others
-    else:
-        loss = nll
-    return loss[keep].sum(), nll[keep].sum(), int(keep.sum())
+    loss, nll = _SmoothedCrossEntropy.apply(logits, target, smoothing)
+    return loss, nll, int((target != PAD).sum())
 
 
 # ------------------------------------------------------------------------------------------ randomness
@@ -453,6 +480,7 @@ class Trainer:
                  progress: bool, key: dict):
         self.dropped_too_long: dict = {}  # set by fit (within_length)
         self.recipe, self.run_dir, self.meta, self.dist = recipe, Path(run_dir), meta, dist_
+        self.precision = meta["precision"]
         self.model = model.to(dist_.device)
         self.train_src, self.train_tgt = train
         self.valid_src, self.valid_tgt = valid
@@ -534,7 +562,8 @@ class Trainer:
         """(loss sum, nll sum, tokens) of this rank's share of a batch; tensors keep their graph."""
         src, tgt_in, tgt_out = (t.to(self.dist.device) for t in
                                 make_batch([src_side[i] for i in indices], [tgt_side[i] for i in indices]))
-        logits = self.model(src, tgt_in)
+        with autocast(self.precision, self.dist.device):
+            logits = self.model(src, tgt_in)
         return smoothed_loss(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1), self.recipe.label_smoothing)
 
     def train_step(self, batch: list[int]) -> tuple[float, float, int]:
@@ -592,7 +621,8 @@ class Trainer:
             share = self.dist.share(batch)
             if share:
                 src = pad([encode_source(self.valid_src[i]) for i in share]).to(self.dist.device)
-                hyps.update(zip(share, greedy(self.model, src)))
+                with autocast(self.precision, self.dist.device):
+                    hyps.update(zip(share, greedy(self.model, src)))
         merged = {i: h for part in self.dist.gather(hyps) for i, h in part.items()}
         return validation_bleu([merged[i] for i in range(len(self.valid_src))], self.valid_tgt)
 
@@ -733,7 +763,8 @@ class Trainer:
             "final_train_loss": s.last_train[0], "final_train_nll": s.last_train[1],
             "final_valid_loss": s.last_valid[0], "final_valid_nll": s.last_valid[1],
             "best_valid_nll": s.best_valid, "kept": kept, "n_params": count_parameters(self.model),
-            "world_size": self.dist.world, "device": self.dist.device.type, "resumed_from_step": self.resumed_from,
+            "world_size": self.dist.world, "device": self.dist.device.type, "precision": self.precision,
+            "resumed_from_step": self.resumed_from,
             "fresh_parameters": self.fresh_params, "recipe": self.recipe.to_dict(),
             "environment": run_environment(), "dropped_too_long": self.dropped_too_long,
         }
@@ -818,7 +849,9 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     best.pt, best_bleu.pt, average/); an existing run_dir/last.pt is resumed (bitwise exact on the same world size
     and device), one written by a different model/recipe/data is refused with a PipelineError -- unless the run
     was COMPLETE, then run_dir is deleted and the run starts afresh (restart_policy). init_state: weights to start
-    from (fine-tuning; train.json lists the parameters left fresh). Under torchrun (WORLD_SIZE > 1) every rank
+    from (fine-tuning; train.json lists the parameters left fresh). recipe.precision is resolved for the device
+    (pipeline.precision) and kept as meta["precision"]: part of the run key, in train.json and in model.pt, whose
+    decoding follows it. Under torchrun (WORLD_SIZE > 1) every rank
     calls fit; rank 0 writes files. Returns the summary written to train.json.
     """
     _check_inputs(train, valid, meta, recipe)
@@ -826,6 +859,7 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     (train, n_train), (valid, n_valid) = within_length(train, limit), within_length(valid, limit)
     run_dir = Path(run_dir)
     dist_ = Dist()
+    meta = {**meta, "precision": resolve(recipe.precision, dist_.device)}  # in the run key and the model file
     try:
         key = run_key(meta, recipe, train, valid)
         if dist_.main:

@@ -31,15 +31,18 @@ def fit_sources(ids: list[list[int]], limit: int | None) -> list[list[int]]:
 
 def translate_nbest(model, src_vocab, tgt_vocab, lines: list[str], *, nbest: int = 1, beam: int = 4,
                     length: str = "penalty", alpha: float = 0.6, batch_size: int = 64, max_len_a: float = 1.2,
-                    max_len_b: int = 10, progress: bool = True) -> list[list[tuple[float, str]]]:
+                    max_len_b: int = 10, progress: bool = True, precision: str = "float32"
+                    ) -> list[list[tuple[float, str]]]:
     """Up to `nbest` (score, text) per line, best first, by batched beam search; input order, BPE left in place.
 
     Sources are encoded as in training (tokens + EOS, pipeline.data.batching.encode_source), batched by length;
     each batch src [B,S] goes to pipeline.search.beam_search_nbest on the model's device (length, alpha: its
-    length treatment); ids -> text by tgt_vocab.decode. Write the lists with pipeline.fileio.write_nbest.
+    length treatment), at `precision` (pipeline.precision; the model's training precision); ids -> text by
+    tgt_vocab.decode. Write the lists with pipeline.fileio.write_nbest.
     """
     from tqdm import tqdm
 
+    from pipeline.precision import autocast
     from pipeline.search import beam_search_nbest, inference
 
     if batch_size < 1:
@@ -48,7 +51,7 @@ def translate_nbest(model, src_vocab, tgt_vocab, lines: list[str], *, nbest: int
     ids = fit_sources([encode_source(src_vocab.encode(line)) for line in lines],
                       getattr(model, "max_input_len", None))
     outputs: list[list[tuple[float, str]] | None] = [None] * len(lines)
-    with inference(model):
+    with inference(model), autocast(precision, device):
         for chunk in tqdm(length_sorted_chunks([len(x) for x in ids], batch_size), disable=not progress,
                           desc="translate", unit="batch", file=sys.stderr):
             src = pad([ids[i] for i in chunk]).to(device)
@@ -61,8 +64,9 @@ def translate_nbest(model, src_vocab, tgt_vocab, lines: list[str], *, nbest: int
 
 def translate_lines(model, src_vocab, tgt_vocab, lines: list[str], *, beam: int = 4, length: str = "penalty",
                     alpha: float = 0.6, batch_size: int = 64, max_len_a: float = 1.2, max_len_b: int = 10,
-                    progress: bool = True) -> list[str]:
+                    progress: bool = True, precision: str = "float32") -> list[str]:
     """The best translation of each line (the 1-best of translate_nbest), in input order, BPE left in place."""
     return [hyps[0][1] for hyps in translate_nbest(model, src_vocab, tgt_vocab, lines, nbest=1, beam=beam,
                                                    length=length, alpha=alpha, batch_size=batch_size,
-                                                   max_len_a=max_len_a, max_len_b=max_len_b, progress=progress)]
+                                                   max_len_a=max_len_a, max_len_b=max_len_b, progress=progress,
+                                                   precision=precision)]

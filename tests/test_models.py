@@ -98,6 +98,10 @@ def test_incremental_decoding_equals_full_forward(name):
     assert inc.shape == full.shape == (3, tgt.size(1), V_TGT)
     assert (inc - full).abs().max().item() < 1e-5
     assert (full[:, 1:] - full[:, :1]).abs().max().item() > 1e-3  # positions really differ
+    # what is fixed for the search (projected encoder / recurrence keys and values) is cached in memory, which
+    # beam search reorders only when sentences leave; the state, reordered at every step, holds the rest
+    assert not any(key.endswith((".enc.k", ".enc.v", ".rec.k", ".rec.v")) for key in state)
+    assert {"dec0.enc.k", "dec0.enc.v"} <= set(memory)
 
 
 @pytest.mark.parametrize("name", VARIANTS)

@@ -61,6 +61,8 @@ def test_register_layout_table_and_figure_contracts(monkeypatch):
 
     table, figure = build("toy-table1", {"a": {"x": {"bleu": 1.25}}}, {"scale": "tiny"})
     assert figure is None and table.rows == [["a", "1.2"]] and table.footer == ["scale: tiny"]
+    table, _ = build("toy-table1", {"a": {"x": {"bleu": 1.25}}}, {"scale": "tiny", "precision": "bfloat16"})
+    assert table.footer == ["scale: tiny", "precision (training and decoding): bfloat16"]  # every table's last line
 
     @register_layout("toy-fig1", figure=True)
     def fig1(cells, facts):

@@ -32,6 +32,15 @@ def make(name, vocab, seed=0):
     return build_model({**SMALL, **ARCHS[name]}, vocab, vocab).eval()
 
 
+def first_model(name, wanted, vocab=13, seeds=range(10)):
+    """The model of the first seed for which wanted(model) holds (a random model with a property the test needs)."""
+    for seed in seeds:
+        model = make(name, vocab=vocab, seed=seed)
+        if wanted(model):
+            return model
+    raise AssertionError(f"{name}: no seed in {seeds} gives a model with the property the test needs")
+
+
 def sources(vocab, lengths=(4, 2, 6), seed=3):
     """Right-padded sources [3,6], EOS last."""
     g = torch.Generator().manual_seed(seed)
@@ -225,11 +234,11 @@ def test_nbest_scores_are_sorted_recomputable_and_led_by_the_beam_search_output(
 
 @pytest.mark.parametrize("name", ARCHS)
 def test_beam_one_equals_greedy(name):
-    model = make(name, vocab=13)
     src = sources(13)
+    # a random model that writes more than a word or two before EOS
+    model = first_model(name, lambda m: max(len(h) for h in greedy(m, src, max_len_a=1.0, max_len_b=4)) >= 3)
     out = greedy(model, src, max_len_a=1.0, max_len_b=4)
     assert beam_search(model, src, beam=1, max_len_a=1.0, max_len_b=4) == out
-    assert max(len(h) for h in out) >= 3
 
 
 class Recompute(Seq2Seq):
@@ -249,12 +258,11 @@ class Recompute(Seq2Seq):
 @pytest.mark.parametrize("name", ARCHS)
 def test_pruned_beam_search_with_cached_state_equals_recomputation(name):
     """Beam 3 over 13 words prunes and reorders every step; the cached-state search must match a stateless one."""
-    model = make(name, vocab=13, seed=4)
     src = sources(13)
     kwargs = dict(beam=3, max_len_a=1.0, max_len_b=5, alpha=0.6)
-    cached = beam_search(model, src, **kwargs)
-    assert cached == beam_search(Recompute(model), src, **kwargs)
-    assert cached != greedy(model, src, max_len_a=1.0, max_len_b=5)  # the search really differs from greedy
+    # a random model on which the search really differs from greedy
+    model = first_model(name, lambda m: beam_search(m, src, **kwargs) != greedy(m, src, max_len_a=1.0, max_len_b=5))
+    assert beam_search(model, src, **kwargs) == beam_search(Recompute(model), src, **kwargs)
 
 
 @pytest.mark.parametrize("name", ARCHS)

@@ -22,6 +22,7 @@ from pipeline.data.synthetic import synthetic_pairs
 from pipeline.data.vocab import BOS, EOS, PAD, Vocab
 from pipeline.errors import PipelineError
 from pipeline.models.registry import build_model, count_parameters, init_from
+from pipeline.precision import resolve
 from pipeline.recipe import Recipe
 from pipeline.search import greedy
 from pipeline.train import (CurveLog, _truncate_curves, build_optimizer, build_scheduler, fit, lr_at, seed_everything,
@@ -185,6 +186,43 @@ def test_label_smoothing_equals_hand_computation():
     assert loss.item() == pytest.approx(want_loss, rel=1e-6)
     assert nll.item() == pytest.approx(want_nll, rel=1e-6)
     assert loss.item() != pytest.approx(nll.item(), rel=1e-3)   # smoothing changes the value
+
+
+def _autograd_smoothed(logits, target, eps):
+    """The loss through autograd's log_softmax (the reference for the hand-written gradient)."""
+    lprobs = F.log_softmax(logits.float(), dim=-1)
+    keep = target != PAD
+    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    loss = (1 - eps) * nll + eps / (lprobs.size(-1) - 1) * (-lprobs.sum(-1) - nll) if eps else nll
+    return loss[keep].sum(), nll[keep].sum()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("weights", [(1.0, 0.0), (0.3, 0.7)])  # backward of the loss only, and of both sums
+def test_loss_gradient_equals_autograd(eps, weights):
+    torch.manual_seed(4)
+    logits = torch.randn(9, 7, dtype=torch.float64) * 3
+    target = torch.tensor([1, 4, 0, 2, 0, 3, 3, 6, 5])
+    mine = logits.clone().requires_grad_()
+    ref = logits.float().clone().requires_grad_()
+    loss, nll, n = smoothed_loss(mine, target, eps)
+    ref_loss, ref_nll = _autograd_smoothed(ref, target, eps)
+    (weights[0] * loss + weights[1] * nll).backward()
+    (weights[0] * ref_loss + weights[1] * ref_nll).backward()
+    assert n == 7 and torch.allclose(loss.double(), ref_loss.double()) and torch.allclose(nll, ref_nll)
+    assert mine.grad.dtype == torch.float64 and torch.all(mine.grad[target == PAD] == 0)
+    assert torch.allclose(mine.grad.float(), ref.grad, atol=1e-6)
+
+
+def test_loss_of_bfloat16_logits_is_float32_with_a_bfloat16_gradient():
+    torch.manual_seed(5)
+    logits = torch.randn(6, 11).bfloat16().requires_grad_()
+    target = torch.tensor([3, 0, 10, 2, 2, 7])
+    loss, nll, _ = smoothed_loss(logits, target, 0.1)
+    ref_loss, _ = _autograd_smoothed(logits.detach().float(), target, 0.1)
+    loss.backward()
+    assert loss.dtype == torch.float32 and torch.allclose(loss, ref_loss)
+    assert logits.grad.dtype == torch.bfloat16
 
 
 def test_no_smoothing_is_cross_entropy_ignoring_pad():
@@ -664,8 +702,9 @@ KILL_CASES = {
     "sgd-halve_last_epochs": dict(pairs=150, layers=1, kill_after=28, recipe=dict(
         optimizer="sgd", lr=0.3, sgd_momentum=0.9, schedule="halve_last_epochs", halve_epochs=2, max_epochs=4,
         batch_unit="sentences", batch_size=12, valid_every=11)),
-    "halve_on_plateau": dict(pairs=200, layers=1, kill_after=21, recipe=dict(
-        lr=1e-2, schedule="halve_on_plateau", plateau_patience=1, batch_size=120, max_steps=50, valid_every=4)),
+    "halve_on_plateau-float32": dict(pairs=200, layers=1, kill_after=21, recipe=dict(
+        lr=1e-2, schedule="halve_on_plateau", plateau_patience=1, batch_size=120, max_steps=50, valid_every=4,
+        precision="float32")),
     "keep-average": dict(pairs=200, layers=1, kill_after=35, recipe=dict(
         lr=3e-3, warmup=5, batch_size=120, max_steps=60, valid_every=11, keep="average", average_last=3)),
     "keep-best_bleu": dict(pairs=200, layers=1, kill_after=28, recipe=dict(
@@ -727,9 +766,10 @@ def test_killed_run_resumes_to_bitwise_identical_weights(tmp_path, name):
     best = [_load(tmp_path / d / "run" / "best.pt") for d in ("full", "killed")]
     assert best[0]["step"] == best[1]["step"] and _equal_weights(best[0]["weights"], best[1]["weights"])
 
-    # each case exercises what it names
+    # each case exercises what it names; all but the float32 one at the machine's "auto" precision
     lr = _curve(tmp_path / "full" / "curves" / "train" / "lr.tsv")
     recipe = case["recipe"]
+    assert report["precision"] == a["meta"]["precision"] == resolve(recipe.get("precision", "auto"), "cpu")
     if recipe.get("schedule") in ("halve_last_epochs", "halve_on_plateau"):
         assert min(lr.values()) < max(lr.values()) == recipe["lr"]
         assert min(step for step, rate in lr.items() if rate < recipe["lr"]) <= after   # halved before the kill

@@ -162,3 +162,37 @@ def test_nbest_writing_is_atomic_and_reading_validates(tmp_path):
         path.write_text(content + "\n", encoding="utf-8")
         with pytest.raises(PipelineError, match=f"{path.name}{message}".replace("|", r"\|")):
             read_nbest(path, sentences=2)
+
+
+def test_bfloat16_decoding_runs_in_bfloat16_and_mostly_agrees(copy_model, monkeypatch):
+    """precision="bfloat16" (a model trained at it) decodes under autocast: the model's linear layers see bfloat16;
+    on the copy task the outputs stay those of float32 for most lines."""
+    model, vocab = copy_model
+    lines = _lines()
+    seen = []
+    hook = model.output_proj.register_forward_hook(lambda m, args, out: seen.append(out.dtype))
+    try:
+        fast = translate_lines(model, vocab, vocab, lines, beam=3, progress=False, precision="bfloat16")
+        assert set(seen) == {torch.bfloat16}
+        seen.clear()
+        exact = translate_lines(model, vocab, vocab, lines, beam=3, progress=False)
+        assert set(seen) == {torch.float32}
+    finally:
+        hook.remove()
+    assert sum(a == b for a, b in zip(fast, exact)) >= 0.8 * len(lines)
+
+
+def test_translate_decodes_at_the_models_training_precision(copy_model, tmp_path):
+    from pipeline.checkpoint import model_record, save_atomic
+    from pipeline.cli import _load_systems
+    model, vocab = copy_model
+    spec = {"encoder": "transformer", "decoder": "transformer", "d_model": 64, "ffn_dim": 128, "heads": 4,
+            "enc_layers": 1, "dec_layers": 1, "dropout": 0.0}
+    paths = []
+    for name, precision in (("a", "bfloat16"), ("b", "bfloat16"), ("c", "float32")):
+        meta = {"model": spec, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab), "precision": precision}
+        save_atomic(model_record(model, meta, 1), tmp_path / f"{name}.pt")
+        paths.append(str(tmp_path / f"{name}.pt"))
+    assert _load_systems(paths[:1])[1] == "bfloat16"
+    assert _load_systems(paths[:2])[1] == "bfloat16"  # an ensemble of bfloat16 members
+    assert _load_systems(paths)[1] == "float32"  # members that differ: the exact one

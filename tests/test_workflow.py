@@ -51,6 +51,7 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
     signature = json.loads((art / "eval/ende-base/test.sacrebleu.json").read_text())["signature"]
     assert any(signature in line for line in footer), footer
     assert any("scale: tiny" in line for line in footer)
+    assert footer[-1] == f"# precision (training and decoding): {summary['precision']}"  # the runs' precision
     assert (ws / "results/hao2019/table3.md").read_text().count("|") > 20
 
     # a second run has nothing to do

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from pipeline.models.layers import FeedForward
+from pipeline.models.layers import Dropout, FeedForward
 from pipeline.models.multicolumn_options import MultiColumnEncoderOptions
 from pipeline.models.seq2seq import register_encoder
 from pipeline.models.transformer import TransformerEncoder
@@ -25,7 +25,7 @@ class RNNEncoderLayer(nn.Module):
         self.proj = nn.Linear(2 * o.d_model, o.d_model)
         self.ffn_norm = nn.LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
-        self.drop = nn.Dropout(o.dropout)
+        self.drop = Dropout(o.dropout)
 
     def recurrence(self, x: Tensor, pad: Tensor) -> Tensor:
         """[fwd; bwd] GRU states over the real tokens: x [B,S,d], pad [B,S] -> [B,S,2d] (zeros at padding)."""

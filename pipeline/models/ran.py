@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.errors import PipelineError
-from pipeline.models.layers import MultiHeadAttention
+from pipeline.models.layers import Dropout, MultiHeadAttention
 from pipeline.models.ran_options import PatternOptions
 
 
@@ -160,7 +160,7 @@ class PatternAttention(nn.Module):
         self.heads, self.d_head, self.index = heads, d_model // heads, index
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self._patterns = (patterns,)  # shared with the other layers; registered on the model, not here
 
     @property

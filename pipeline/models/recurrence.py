@@ -7,10 +7,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from pipeline.models.layers import FeedForward, MultiHeadAttention, masked_mean
+from pipeline.models.layers import Dropout, FeedForward, MultiHeadAttention, masked_mean
 from pipeline.models.recurrence_options import RecurrenceDecoderOptions, RecurrenceEncoderOptions
 from pipeline.models.seq2seq import register_decoder, register_encoder
-from pipeline.models.transformer import DecoderLayer, TransformerDecoder, TransformerEncoder
+from pipeline.models.transformer import DecoderLayer, TransformerDecoder, TransformerEncoder, static_cache
 
 
 def reverse_padded(x: Tensor, pad: Tensor) -> Tensor:
@@ -99,7 +99,7 @@ class RecurrenceLayer(nn.Module):
         self.rec_norm = nn.LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
         self.ffn_norm = nn.LayerNorm(o.d_model)
-        self.drop = nn.Dropout(o.dropout)
+        self.drop = Dropout(o.dropout)
 
     def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
         """h [B,L,d], pad [B,L] -> [B,T,d], [B,T]."""
@@ -134,7 +134,8 @@ class StackDecoderLayer(DecoderLayer):
         """h [B,T,d] -> [B,T,d]; memory also holds "rec" [B,T_r,d] and "rec_pad" [B,T_r]."""
         c = self.self_sublayer(h, cache, name)
         d = self.enc_sublayer(c, memory, cache, name)
-        att = self.rec_attn(d, memory["rec"], memory["rec_pad"], cache=cache, name=f"{name}.rec")  # query D
+        att = self.rec_attn(d, memory["rec"], memory["rec_pad"], cache=static_cache(memory, cache),
+                            name=f"{name}.rec")  # query D
         r = self.rec_norm(d + self.drop(att))  # eq. 18
         return self.ffn_sublayer(r)  # eq. 19
 
@@ -152,7 +153,8 @@ class GatedDecoderLayer(DecoderLayer):
         """h [B,T,d] -> [B,T,d]; memory also holds "rec" [B,T_r,d] and "rec_pad" [B,T_r]."""
         c = self.self_sublayer(h, cache, name)
         d = self.enc_sublayer(c, memory, cache, name)
-        att = self.rec_attn(c, memory["rec"], memory["rec_pad"], cache=cache, name=f"{name}.rec")  # query C
+        att = self.rec_attn(c, memory["rec"], memory["rec_pad"], cache=static_cache(memory, cache),
+                            name=f"{name}.rec")  # query C
         r = self.rec_norm(c + self.drop(att))  # eq. 14
         lam = torch.sigmoid(self.gate(torch.cat([d, r], dim=-1)))  # eq. 17, element-wise (our choice)
         return self.ffn_sublayer(lam * d + (1.0 - lam) * r)  # eq. 15-16

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from pipeline.data.vocab import PAD, SPECIALS
 from pipeline.errors import PipelineError
+from pipeline.models.layers import MultiHeadAttention
 from pipeline.models.options import DecoderOptions, EncoderOptions, ModelOptions, ModelSpec
 
 SHARED = "shared:"  # prefix of state/memory entries without a batch dimension (the same for every hypothesis)
@@ -49,7 +50,10 @@ class Seq2Seq(nn.Module):
 
     def decode_step(self, prev_tokens: Tensor, memory: dict[str, Tensor],
                     state: dict[str, Tensor] | None) -> tuple[Tensor, dict[str, Tensor]]:
-        """prev_tokens [B,t] (BOS first) -> logits [B,V] for position t, and the new state."""
+        """prev_tokens [B,t] (BOS first) -> logits [B,V] for position t, and the new state.
+
+        A step may add entries to `memory` in place: values fixed for the whole search (e.g. projected encoder keys),
+        reordered with the memory when sentences leave the batch instead of with the state at every step."""
         raise NotImplementedError
 
     def reorder_state(self, state: dict[str, Tensor] | None, order: Tensor) -> dict[str, Tensor] | None:
@@ -197,14 +201,17 @@ class EncoderDecoder(Seq2Seq):
         return self.decoder.max_output_len
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform matrices, zero biases, embeddings N(0, e^-1/2) with a zero PAD row (fairseq-like; our
-        choice), then each part's own initialisation."""
+        """Xavier-uniform matrices (q/k/v projections: MultiHeadAttention.init_projections), zero biases, embeddings
+        N(0, e^-1/2) with a zero PAD row (fairseq-like; our choice), then each part's own initialisation."""
         with torch.no_grad():
             for name, p in self.named_parameters():
                 if p.dim() > 1:
                     nn.init.xavier_uniform_(p)
                 elif name.rsplit(".", 1)[-1].startswith("bias"):
                     nn.init.zeros_(p)
+            for module in self.modules():
+                if isinstance(module, MultiHeadAttention):
+                    module.init_projections()
             for table in {id(t): t for t in (self.src_embed, self.tgt_embed)}.values():
                 nn.init.normal_(table.weight, mean=0.0, std=table.embedding_dim ** -0.5)
                 table.weight[PAD].zero_()

@@ -10,7 +10,7 @@ from typing import Mapping
 
 from torch import Tensor, nn
 
-from pipeline.models.layers import FeedForward, MultiHeadAttention, SinusoidalPositions
+from pipeline.models.layers import Dropout, FeedForward, MultiHeadAttention, SinusoidalPositions
 from pipeline.models.ran import TablePatterns, install_patterns, set_attention_dropout, using
 from pipeline.models.ran_options import TABLE_KINDS
 from pipeline.models.seq2seq import SHARED, Decoder, Encoder, register_decoder, register_encoder
@@ -25,7 +25,7 @@ class InputLayer(nn.Module):
         super().__init__()
         self.scale = math.sqrt(d_model)
         self.positions = SinusoidalPositions(d_model, max_positions)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0, positions: bool = True) -> Tensor:
         """x [B,L,d] (lookups) at positions offset.. -> [B,L,d]; positions=False leaves them out."""
@@ -48,12 +48,18 @@ class EncoderLayer(nn.Module):
         self.self_norm = nn.LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
         self.ffn_norm = nn.LayerNorm(o.d_model)
-        self.drop = nn.Dropout(o.dropout)
+        self.drop = Dropout(o.dropout)
 
     def forward(self, h: Tensor, pad: Tensor) -> Tensor:
         """h [B,S,d], pad [B,S] -> [B,S,d]."""
         c = self.self_norm(h + self.drop(self.self_attn(h, h, pad)))  # eq. 1
         return self.ffn_norm(c + self.drop(self.ffn(c)))  # eq. 2
+
+
+def static_cache(memory: dict[str, Tensor], cache: dict | None) -> dict | None:
+    """Where an incremental step keeps the projected keys/values of memory entries (fixed for the whole search): in
+    memory itself, so that beam search reorders them only when sentences leave, not at every step with the state."""
+    return None if cache is None else memory
 
 
 class DecoderLayer(nn.Module):
@@ -71,7 +77,7 @@ class DecoderLayer(nn.Module):
         self.cross_norm = nn.LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
         self.ffn_norm = nn.LayerNorm(o.d_model)
-        self.drop = nn.Dropout(o.dropout)
+        self.drop = Dropout(o.dropout)
 
     def self_sublayer(self, h: Tensor, cache: dict | None, name: str) -> Tensor:
         """Eq. 4: C = LN(SELF-ATT(H) + H), causal."""
@@ -80,7 +86,8 @@ class DecoderLayer(nn.Module):
 
     def enc_sublayer(self, c: Tensor, memory: dict[str, Tensor], cache: dict | None, name: str) -> Tensor:
         """Eq. 5: D = LN(ATT(C, H_e) + C)."""
-        att = self.cross_attn(c, memory["enc"], memory["enc_pad"], cache=cache, name=f"{name}.enc")
+        att = self.cross_attn(c, memory["enc"], memory["enc_pad"], cache=static_cache(memory, cache),
+                              name=f"{name}.enc")
         return self.cross_norm(c + self.drop(att))
 
     def ffn_sublayer(self, d: Tensor) -> Tensor:

@@ -50,7 +50,7 @@ def read_cells(spec: dict) -> tuple[dict, dict]:
     files = _Files()
     values, facts = spec["values"], dict(spec["facts"])
     signatures: dict[str, dict[str, str]] = {}
-    devices = set()
+    devices, precisions = set(), set()
     cells: dict[str, dict[str, dict]] = {}
     for row, by_col in spec["cells"].items():
         for col, cell in by_col.items():
@@ -64,6 +64,7 @@ def read_cells(spec: dict) -> tuple[dict, dict]:
             for path in cell["train"]:
                 run = files(path)
                 devices.add(f"{run['device']} x {run['world_size']} process(es)")
+                precisions.add(run.get("precision", "float32"))
             if "significance" in cell:
                 result = files(cell["significance"])
                 out["p_value"], out["delta"] = result["p_value"], result["delta"]
@@ -73,4 +74,5 @@ def read_cells(spec: dict) -> tuple[dict, dict]:
             cells.setdefault(row, {})[col] = out
     facts["signatures"] = signatures
     facts["device"] = ", ".join(sorted(devices))
+    facts["precision"] = ", ".join(sorted(precisions))
     return cells, facts

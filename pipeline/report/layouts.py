@@ -50,7 +50,8 @@ def load_papers() -> dict[str, Layout]:
 
 
 def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
-    """Run the layout `name`: (table, figure), figure None for a table layout; unknown name -> PipelineError."""
+    """Run the layout `name`: (table, figure), figure None for a table layout; unknown name -> PipelineError.
+    Every table's footer ends with the precision its systems were trained and decoded at (facts["precision"])."""
     load_papers()
     if name not in LAYOUTS:
         raise PipelineError(f"layout {name!r}: unknown; known layouts: {', '.join(sorted(LAYOUTS)) or 'none'}")
@@ -61,8 +62,12 @@ def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
                 and isinstance(result[1], Figure)):
             raise PipelineError(f"layout {name!r}: expected a (Table, Figure) pair from a figure layout, "
                                 f"got {type(result).__name__}")
-        return result
-    if not isinstance(result, Table):
+        table, figure = result
+    elif isinstance(result, Table):
+        table, figure = result, None
+    else:
         raise PipelineError(f"layout {name!r}: expected a Table from a table layout (figure=False), "
                             f"got {type(result).__name__}")
-    return result, None
+    if facts.get("precision"):
+        table.footer.append(f"precision (training and decoding): {facts['precision']}")
+    return table, figure

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# (e) the no-op `snakemake -n` over every target (the `all` rule: every table and figure), in this checkout;
+# (f) `make run` wall time in a fresh clone of this checkout (first run: trains Table 3; second: nothing to do).
+#   bash benchmarks/workflow.sh noop     # seconds, a few
+#   bash benchmarks/workflow.sh make-run # ~15 min on 2 cores (needs ../shared beside the clone: made a symlink)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+case "${1:-noop}" in
+  noop)
+    cd "$ROOT"
+    start=$(date +%s.%N)
+    snakemake -n --profile workflows/profiles/local all > "${TMPDIR:-/tmp}/snakemake_noop.log" 2>&1
+    end=$(date +%s.%N)
+    echo "snakemake_dry_run_all_s=$(python -c "print(f'{$end - $start:.1f}')")"
+    echo "snakemake_dry_run_jobs=$(grep -cE '^(local)?rule ' "${TMPDIR:-/tmp}/snakemake_noop.log" || true)" ;;
+  make-run)
+    work=$(mktemp -d)
+    git clone -q "$ROOT" "$work/main"
+    ln -s "$(cd "$ROOT/../shared" && pwd)" "$work/shared"
+    cd "$work/main"
+    for attempt in first second; do
+      start=$(date +%s.%N)
+      make run > "$work/make_run_$attempt.log" 2>&1
+      end=$(date +%s.%N)
+      echo "make_run_${attempt}_s=$(python3 -c "print(f'{$end - $start:.1f}')")"
+    done
+    echo "systems_trained_first=$(grep -c 'rule train:' "$work/make_run_first.log" || true)"
+    echo "log_dir=$work" ;;
+  *) echo "usage: $0 noop|make-run" >&2; exit 2 ;;
+esac
