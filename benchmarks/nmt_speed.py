@@ -113,12 +113,13 @@ def main() -> None:
         spec.update(enc_self_attn="ran", dec_self_attn="ran", ran_max_len=64)
     recipe = Recipe(lr=1e-3, batch_size=4096, optimizer="adam", adam_betas=(0.9, 0.98), adam_eps=1e-8,
                     schedule="inverse_sqrt", warmup=100, max_steps=args.updates, label_smoothing=0.1,
-                    checkpoint_every=10 ** 9, valid_every=10 ** 9, log_every=10, seed=args.seed, precision=args.precision)
+                    checkpoint_every=10 ** 9, valid_every=10 ** 9, log_every=10, seed=args.seed,
+                    precision=args.precision)
     seed_everything(args.seed)
     model = build_model(spec, len(src_vocab), len(tgt_vocab))
     meta = {"model": spec, "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
-    summary = fit(model, ids("train"), ids("valid"), recipe, run_dir=args.work / "run", out_dir=args.work / "out",
-                  curves_dir=args.work / "curves", meta=meta, progress=False)
+    summary = fit(model, ids("train"), ids("valid"), recipe, run_dir=args.work / "run",
+                  out_dir=args.work / "out", curves_dir=args.work / "curves", meta=meta, progress=False)
     train_rss = peak_rss_mb()
     # decoding in a process of its own that loads model.pt, as the pipeline's translate step and fairseq-generate do
     decoding = subprocess.run([sys.executable, __file__, "--decode", str(args.work), "--threads", str(args.threads),

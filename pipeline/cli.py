@@ -264,7 +264,8 @@ def cmd_attention(args) -> None:
 
     from pipeline.evaluate.attention import attention_statistics
     torch.manual_seed(0)
-    model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab, args.sentences)
+    model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab,
+                                           args.sentences)
     _write_json(args.output, attention_statistics(model, src_ids, tgt_ids, bins=args.bins))
 
 
@@ -275,8 +276,8 @@ def cmd_patterns(args) -> None:
 
 
 def cmd_speed(args) -> None:
-    from pipeline.evaluate.speed import decoding_speed
     from pipeline.checkpoint import trained_precision
+    from pipeline.evaluate.speed import decoding_speed
     from pipeline.precision import autocast
     model, info, src_ids, _ = _test_ids(args.model, args.src, None, args.src_vocab, None, args.sentences)
     precision = trained_precision(info)
