@@ -5,13 +5,13 @@
 #   bash benchmarks/workflow.sh make-run # ~15 min on 2 cores (needs ../shared beside the clone: made a symlink)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+seconds() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$@"; }
 case "${1:-noop}" in
   noop)
     cd "$ROOT"
     start=$(date +%s.%N)
     snakemake -n --profile workflows/profiles/local all > "${TMPDIR:-/tmp}/snakemake_noop.log" 2>&1
-    end=$(date +%s.%N)
-    echo "snakemake_dry_run_all_s=$(python -c "print(f'{$end - $start:.1f}')")"
+    echo "snakemake_dry_run_all_s=$(seconds "$start" "$(date +%s.%N)")"
     echo "snakemake_dry_run_jobs=$(grep -cE '^(local)?rule ' "${TMPDIR:-/tmp}/snakemake_noop.log" || true)" ;;
   make-run)
     work=$(mktemp -d)
@@ -20,11 +20,11 @@ case "${1:-noop}" in
     cd "$work/main"
     for attempt in first second; do
       start=$(date +%s.%N)
-      make run > "$work/make_run_$attempt.log" 2>&1
-      end=$(date +%s.%N)
-      echo "make_run_${attempt}_s=$(python3 -c "print(f'{$end - $start:.1f}')")"
+      status=0
+      make run > "$work/make_run_$attempt.log" 2>&1 || status=$?  # 1 when the table differs from the committed one
+      echo "make_run_${attempt}_s=$(seconds "$start" "$(date +%s.%N)") exit=$status"
     done
-    echo "systems_trained_first=$(grep -c 'rule train:' "$work/make_run_first.log" || true)"
+    echo "systems_trained_first=$(grep -cE '^(local)?rule train:' "$work/make_run_first.log" || true)"
     echo "log_dir=$work" ;;
   *) echo "usage: $0 noop|make-run" >&2; exit 2 ;;
 esac
