@@ -872,7 +872,9 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
         trainer.start(init_state)
         try:
             trainer.run()
-            return trainer.finish(Path(out_dir), Path(curves_dir))
+            summary = trainer.finish(Path(out_dir), Path(curves_dir))
+            dist_.barrier()  # every rank done before gloo is torn down (a rank aborted at teardown once without)
+            return summary
         finally:
             if trainer.log:
                 trainer.log.close()
