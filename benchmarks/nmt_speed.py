@@ -36,25 +36,19 @@ def peak_rss_mb() -> str:
     return "nan"
 
 
-def vocabularies(corpus: Path):
-    """Source and target vocabularies of the training corpus, as training built them."""
-    from pipeline.data.vocab import Vocab
-    from pipeline.fileio import read_lines
-    return Vocab.build(read_lines(corpus / "train.src")), Vocab.build(read_lines(corpus / "train.tgt"))
-
-
 def decode(work: Path, threads: int, beam: int, gen_batch: int) -> None:
     """Beam search over the test set with work/out/model.pt at its training precision; prints key=value lines."""
     import sacrebleu
     import torch
 
     from pipeline.checkpoint import load_model, trained_precision
+    from pipeline.data.vocab import Vocab
     from pipeline.fileio import read_lines
     from pipeline.translate import translate_lines
 
     torch.set_num_threads(threads)
     model, info = load_model(work / "out" / "model.pt")
-    src_vocab, tgt_vocab = vocabularies(work / "corpus")
+    src_vocab, tgt_vocab = Vocab.load(work / "vocab.src"), Vocab.load(work / "vocab.tgt")
     lines, refs = read_lines(work / "corpus" / "test.src"), read_lines(work / "corpus" / "test.tgt")
     began = time.perf_counter()
     hyps = translate_lines(model, src_vocab, tgt_vocab, lines, beam=beam, batch_size=gen_batch, progress=False,
@@ -89,6 +83,7 @@ def main() -> None:
 
     import torch
 
+    from pipeline.data.vocab import Vocab
     from pipeline.fileio import read_lines
     from pipeline.models.registry import build_model
     from pipeline.recipe import Recipe
@@ -101,7 +96,9 @@ def main() -> None:
                     str(args.corpus_seed)], check=True, stdout=subprocess.DEVNULL)
     text = {f"{split}.{side}": read_lines(corpus / f"{split}.{side}")
             for split in ("train", "valid") for side in ("src", "tgt")}
-    src_vocab, tgt_vocab = vocabularies(corpus)
+    src_vocab, tgt_vocab = Vocab.build(text["train.src"]), Vocab.build(text["train.tgt"])
+    src_vocab.save(args.work / "vocab.src")
+    tgt_vocab.save(args.work / "vocab.tgt")
 
     def ids(split: str) -> tuple[list[list[int]], list[list[int]]]:
         return ([src_vocab.encode(x) for x in text[f"{split}.src"]],

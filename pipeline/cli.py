@@ -278,16 +278,14 @@ def cmd_patterns(args) -> None:
 def cmd_speed(args) -> None:
     from pipeline.checkpoint import trained_precision
     from pipeline.evaluate.speed import decoding_speed
-    from pipeline.precision import autocast
     model, info, src_ids, _ = _test_ids(args.model, args.src, None, args.src_vocab, None, args.sentences)
     precision = trained_precision(info)
     spec = json.loads(args.spec)
     model.eval()
+    rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
+                          repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
+                          length=spec.get("length", "penalty"), alpha=spec["length_penalty"], precision=precision)
     device = next(model.parameters()).device.type
-    with autocast(precision, device):
-        rows = decoding_speed(model, src_ids, batch_sizes=spec["batch_sizes"], beams=spec["beams"],
-                              repeats=spec["repeats"], max_len_a=spec["max_len_a"], max_len_b=spec["max_len_b"],
-                              length=spec.get("length", "penalty"), alpha=spec["length_penalty"])
     _write_json(args.output, {"rows": rows, "sentences": len(src_ids), "device": f"{device} ({precision})"})
     for row in rows:
         print(f"batch {row['batch_size']:>4} beam {row['beam']:>3}: {row['tokens_per_s']:.1f} tokens/s")

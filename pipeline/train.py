@@ -23,7 +23,6 @@ from typing import Sequence
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from pipeline.checkpoint import average_checkpoints, load_file, model_record, save_atomic
 from pipeline.data.batching import encode_source, make_batch, pad, sentence_batches, token_batches

@@ -71,3 +71,14 @@ def test_bad_settings_are_rejected(model, sources, kwargs, message):
 def test_empty_sources_are_rejected(model):
     with pytest.raises(PipelineError, match="src_ids is empty"):
         decoding_speed(model, [], batch_sizes=[1], beams=[1])
+
+
+def test_bfloat16_precision_times_the_model_in_bfloat16(model, sources):
+    """decoding_speed runs the search at the given precision (the model's training precision)."""
+    seen = []
+    hook = model.output_proj.register_forward_hook(lambda m, args, out: seen.append(out.dtype))
+    try:
+        decoding_speed(model, sources, batch_sizes=[3], beams=[2], repeats=1, max_len_b=4, precision="bfloat16")
+    finally:
+        hook.remove()
+    assert seen and set(seen) == {torch.bfloat16}

@@ -57,9 +57,9 @@ def sentence_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_siz
     """Indices in batches of exactly `batch_size` pairs but the last; order seeded by (seed, epoch).
 
     Pairs are sorted by (target length, source length, index) and cut into consecutive batches (Shu and Nakayama
-    2016: batches of 64 pairs grouped by length). The full batches are shuffled with a generator seeded by (seed, epoch); the
-    one short batch (the longest pairs, if len % batch_size) stays last (our choice: only the last batch of an
-    epoch is short).
+    2016: batches of 64 pairs grouped by length). The full batches are shuffled with a generator seeded by
+    (seed, epoch); the one short batch (the longest pairs, if len % batch_size) stays last (our choice: only the
+    last batch of an epoch is short).
     """
     order = _length_order("sentence_batches", src_lens, tgt_lens, batch_size, "sentence pairs")
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
