@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # (e) the no-op `snakemake -n` over every target (the `all` rule: every table and figure), in this checkout;
-# (f) `make run` wall time in a fresh clone of this checkout (first run: trains Table 3; second: nothing to do).
-#   bash benchmarks/workflow.sh noop     # seconds, a few
-#   bash benchmarks/workflow.sh make-run # ~15 min on 2 cores (needs ../shared beside the clone: made a symlink)
+# (f) `make run` wall time in a fresh clone of this checkout (first run: trains Table 3; second: nothing to do);
+# the whole tiny build of one paper (every table and figure) in a fresh clone, and what it ran.
+#   bash benchmarks/workflow.sh noop             # seconds, a few
+#   bash benchmarks/workflow.sh make-run         # ~15 min on 2 cores (needs ../shared beside the clone: a symlink)
+#   bash benchmarks/workflow.sh paper hao2019    # the paper's whole tiny build; the results are compared too
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 seconds() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$@"; }
@@ -26,5 +28,26 @@ case "${1:-noop}" in
     done
     echo "systems_trained_first=$(grep -cE '^(local)?rule train:' "$work/make_run_first.log" || true)"
     echo "log_dir=$work" ;;
-  *) echo "usage: $0 noop|make-run" >&2; exit 2 ;;
+  paper)
+    paper=${2:?usage: $0 paper <paper, e.g. hao2019>}
+    work=$(mktemp -d)
+    git clone -q "$ROOT" "$work/main"
+    ln -s "$(cd "$ROOT/../shared" && pwd)" "$work/shared"
+    cd "$work/main"
+    make venv > "$work/venv.log" 2>&1
+    targets=$(git ls-files "results/$paper/*.tsv")
+    start=$(date +%s.%N)
+    status=0
+    .venv/bin/snakemake --profile workflows/profiles/local --forcerun table figure -- $targets \
+      > "$work/build.log" 2>&1 || status=$?
+    echo "paper=$paper build_s=$(seconds "$start" "$(date +%s.%N)") exit=$status"
+    echo "systems_trained=$(grep -cE '^(local)?rule train:' "$work/build.log" || true)" \
+         "jobs=$(grep -cE '^(local)?rule ' "$work/build.log" || true)"
+    for table in $targets; do  # which committed tables the build reproduced
+      git show "HEAD:$table" > "$work/committed.tsv"
+      .venv/bin/python -m pipeline compare --committed "$work/committed.tsv" --rebuilt "$table" > /dev/null 2>&1 \
+        && echo "$table identical" || echo "$table differs"
+    done
+    echo "log_dir=$work" ;;
+  *) echo "usage: $0 noop|make-run|paper <paper>" >&2; exit 2 ;;
 esac

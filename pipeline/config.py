@@ -20,7 +20,7 @@ from pipeline.errors import PipelineError
 
 SCALES = ("tiny", "paper")
 PAPERS_DIR = "params"  # params/<paper>.yaml, beside params.yaml
-SHARED_KEYS = ("scale", "seed", "paths", "decoding", "significance")
+SHARED_KEYS = ("scale", "seed", "precision", "paths", "decoding", "significance")
 PAPER_KEYS = ("corpora", "models", "recipes", "experiments", "grids", "ensembles", "tables", "figures")
 RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
 DECODING_KEYS = {"beam": int, "length": str, "length_penalty": float, "batch_size": int, "max_len_a": float,
@@ -317,7 +317,11 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
                     **r.flat(raw.get("significance", {}), "significance", SIGNIFICANCE_KEYS)}
     _check_test(r, significance["test"], "significance.test")
 
-    house = _House(scale, significance)
+    from pipeline.recipe import PRECISIONS  # torch-free
+    precision = r.value(raw.get("precision", "auto"), "precision", str)
+    if precision not in PRECISIONS:
+        r.fail("precision", f"expected one of {', '.join(PRECISIONS)}, got {precision!r}")
+    house = _House(scale, significance, precision)
     for paper, (path, data) in (papers or {}).items():
         house.read(paper, path, data)
     house.resolve()
@@ -335,8 +339,8 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
 class _House:
     """Collects the papers' definitions (names are global), then resolves references between them."""
 
-    def __init__(self, scale: str, significance: dict):
-        self.scale, self.significance = scale, significance
+    def __init__(self, scale: str, significance: dict, precision: str):
+        self.scale, self.significance, self.precision = scale, significance, precision
         self.corpora: dict[str, Corpus] = {}
         self.models: dict[str, ModelPreset] = {}
         self.recipes: dict[str, Recipe] = {}
@@ -365,7 +369,7 @@ class _House:
             self.models[name] = ModelPreset(name, paper, _model_spec(r, f"models.{name}", spec))
         for name, spec in r.mapping(raw.get("recipes") or {}, "recipes").items():
             self._claim(r, "recipe", name, f"recipes.{name}")
-            self.recipes[name] = _recipe(r, paper, name, spec)
+            self.recipes[name] = _recipe(r, paper, name, spec, self.precision)
         for name, spec in r.mapping(raw.get("experiments") or {}, "experiments").items():
             self.raw_systems.append((r, paper, f"experiments.{name}", name, r.mapping(spec, f"experiments.{name}"),
                                      ((path, f"experiments.{name}"),)))
@@ -580,12 +584,13 @@ def _check_model(r: _Reader, key: str, spec: dict) -> None:
         r.fail(key, str(err))
 
 
-def _recipe(r: _Reader, paper: str, name: str, spec: Any) -> Recipe:
+def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str) -> Recipe:
+    """A paper's recipe; its precision defaults to params.yaml's `precision`."""
     from pipeline.recipe import Recipe as TrainRecipe  # torch-free: the one recipe schema
     key = f"recipes.{name}"
     spec = dict(r.mapping(spec, key))
     resources = r.flat(spec.pop("resources", {}), f"{key}.resources", RESOURCE_KEYS)
-    train = r.resolved(spec, key)
+    train = {"precision": precision, **r.resolved(spec, key)}
     TrainRecipe.from_dict(train, where=f"{r.source}: {key}")
     defaults = {"gpu": 0, "runtime": 60, "mem_mb": 4000, "cpus": 1}
     return Recipe(name=name, paper=paper, train=train, resources=Resources(**{**defaults, **resources}))

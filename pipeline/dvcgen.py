@@ -134,7 +134,7 @@ def stages(p: Params) -> dict:
     out["train"] = _group(items, {
         "cmd": f"{SMK} --allowed-rules train -- {ART}/models/${{key}}/model.pt",
         "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + code_closure(TRAIN_CODE),
-        "params": ["seed"] + _param_lines(train_keys),
+        "params": ["seed", "precision"] + _param_lines(train_keys),
         "outs": [f"{ART}/models/${{key}}", f"{ART}/curves/${{key}}"]})
 
     systems = p.systems

@@ -57,6 +57,7 @@ def test_scores_of_a_system_follow_its_tables():
      "unknown"),
     (lambda s, p: s.update(sclae="tiny"), "params.yaml: sclae", "did you mean 'scale'"),
     (lambda s, p: s["decoding"].update(length="short"), "params.yaml: decoding.length", "penalty, normalize, none"),
+    (lambda s, p: s.update(precision="half"), "params.yaml: precision", "auto, float32, bfloat16"),
     (lambda s, p: s["significance"].update(test="coin_flip"), "params.yaml: significance.test",
      "unknown significance test"),
     (lambda s, p: p["hao2019"]["corpora"]["zh-en"].update(bpe_merges="many"),
@@ -99,6 +100,16 @@ def test_bad_params_name_the_file_and_key(mutate, where, expected):
     message = str(err.value)
     assert where in message
     assert expected in message
+
+
+def test_recipe_precision_defaults_to_the_shared_one_per_scale():
+    tiny = load_params(ROOT / "params.yaml")
+    paper = load_params(ROOT / "params.yaml", scale="paper")
+    assert tiny.recipes["base"].train["precision"] == "float32"
+    assert paper.recipes["base"].train["precision"] == "auto"
+    papers = {"hao2019": copy.deepcopy(TOY_HAO2019)}
+    papers["hao2019"]["recipes"]["toy"]["precision"] = "bfloat16"  # a recipe's own setting wins
+    assert parse({**TOY_SHARED, "precision": "float32"}, papers).recipes["toy"].train["precision"] == "bfloat16"
 
 
 def test_wrong_scale_is_named():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from pipeline.data.vocab import BOS, EOS, PAD
@@ -72,11 +73,10 @@ def sentence_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_siz
 def pad(seqs: Sequence[Sequence[int]], pad_id: int = PAD) -> torch.Tensor:
     """Right-pad id lists into a LongTensor [B, max_len] (max_len >= 1)."""
     width = max([len(s) for s in seqs] + [1])
-    out = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    out = np.full((len(seqs), width), pad_id, dtype=np.int64)  # numpy rows: one tensor copy, not one per row
     for row, seq in enumerate(seqs):
-        if len(seq):
-            out[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
-    return out
+        out[row, : len(seq)] = seq
+    return torch.from_numpy(out)
 
 
 def encode_source(ids: Sequence[int]) -> list[int]:
