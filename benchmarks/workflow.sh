@@ -35,17 +35,19 @@ case "${1:-noop}" in
     ln -s "$(cd "$ROOT/../shared" && pwd)" "$work/shared"
     cd "$work/main"
     make venv > "$work/venv.log" 2>&1
+    export PATH="$work/main/.venv/bin:$PATH"  # the rules' python is the clone's (make does the same)
     targets=$(git ls-files "results/$paper/*.tsv")
     start=$(date +%s.%N)
     status=0
-    .venv/bin/snakemake --profile workflows/profiles/local --forcerun table figure -- $targets \
+    snakemake --profile workflows/profiles/local --forcerun table figure -- $targets \
       > "$work/build.log" 2>&1 || status=$?
     echo "paper=$paper build_s=$(seconds "$start" "$(date +%s.%N)") exit=$status"
     echo "systems_trained=$(grep -cE '^(local)?rule train:' "$work/build.log" || true)" \
          "jobs=$(grep -cE '^(local)?rule ' "$work/build.log" || true)"
+    [ "$status" = 0 ] || { tail -20 "$work/build.log"; exit "$status"; }
     for table in $targets; do  # which committed tables the build reproduced
       git show "HEAD:$table" > "$work/committed.tsv"
-      .venv/bin/python -m pipeline compare --committed "$work/committed.tsv" --rebuilt "$table" > /dev/null 2>&1 \
+      python -m pipeline compare --committed "$work/committed.tsv" --rebuilt "$table" > /dev/null 2>&1 \
         && echo "$table identical" || echo "$table differs"
     done
     echo "log_dir=$work" ;;
