@@ -23,7 +23,7 @@ case "${1:-noop}" in
     for attempt in first second; do
       start=$(date +%s.%N)
       status=0
-      make run > "$work/make_run_$attempt.log" 2>&1 || status=$?  # 1 when the table differs from the committed one
+      make run > "$work/make_run_$attempt.log" 2>&1 || status=$?  # non-zero: the build failed
       echo "make_run_${attempt}_s=$(seconds "$start" "$(date +%s.%N)") exit=$status"
     done
     echo "systems_trained_first=$(grep -cE '^(local)?rule train:' "$work/make_run_first.log" || true)"
@@ -47,7 +47,7 @@ case "${1:-noop}" in
     [ "$status" = 0 ] || { tail -20 "$work/build.log"; exit "$status"; }
     for table in $targets; do  # which committed tables the build reproduced
       git show "HEAD:$table" > "$work/committed.tsv"
-      python -m pipeline compare --committed "$work/committed.tsv" --rebuilt "$table" > /dev/null 2>&1 \
+      python -m pipeline compare --strict --committed "$work/committed.tsv" --rebuilt "$table" > /dev/null 2>&1 \
         && echo "$table identical" || echo "$table differs"
     done
     echo "log_dir=$work" ;;
