@@ -85,6 +85,16 @@ def cmd_tokenize(args) -> None:
     tokenize_file(Path(args.input), Path(args.output), args.lang)
 
 
+def cmd_learn_truecaser(args) -> None:
+    from pipeline.data.truecase import learn_truecaser
+    learn_truecaser(read_lines(args.input), Path(args.model))
+
+
+def cmd_truecase(args) -> None:
+    from pipeline.data.truecase import load_truecaser, truecase_lines
+    write_lines(args.output, truecase_lines(read_lines(args.input), load_truecaser(Path(args.model))))
+
+
 def cmd_clean(args) -> None:
     from pipeline.data.clean import clean_parallel
     report = clean_parallel(args.src_in, args.tgt_in, args.src_out, args.tgt_out,
@@ -171,7 +181,11 @@ def cmd_translate(args) -> None:
                           progress=not args.no_progress, precision=precision)
 
     def post(line: str) -> str:
-        return detokenize_lines([remove_bpe(line)], args.lang)[0]
+        words = remove_bpe(line)
+        if args.detruecase:  # truecased corpora: the first word capitalised again, before detokenising
+            from pipeline.data.truecase import detruecase_lines
+            words = detruecase_lines([words])[0]
+        return detokenize_lines([words], args.lang)[0]
 
     write_lines(args.output, [post(hyps[0][1]) for hyps in out])
     if nbest > 1:
@@ -199,6 +213,10 @@ def cmd_score(args) -> None:
     if metric.tokenized and not args.pretokenized:  # tokenised BLEU: our detokenised output tokenised again
         from pipeline.data.tokenize import tokenize_lines
         hyps, refs = tokenize_lines(hyps, args.lang), [tokenize_lines(r, args.lang) for r in refs]
+    if metric.tokenized and args.truecaser:  # werlen2018: BLEU on tokenised, truecased text
+        from pipeline.data.truecase import load_truecaser, truecase_lines
+        truecaser = load_truecaser(Path(args.truecaser))
+        hyps, refs = truecase_lines(hyps, truecaser), [truecase_lines(r, truecaser) for r in refs]
     result = metric.score(hyps, refs, args.lang)
     result.update({"system": args.system, "test_set": args.test_set})
     _write_json(args.output, result)
@@ -409,6 +427,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True)
     p.add_argument("--output", required=True)
 
+    p = step("learn-truecaser", cmd_learn_truecaser, "learn a Moses truecasing model from a tokenised file")
+    p.add_argument("--input", required=True)
+    p.add_argument("--model", required=True)
+
+    p = step("truecase", cmd_truecase, "truecase a tokenised file with a model of learn-truecaser")
+    for name in ("--model", "--input", "--output"):
+        p.add_argument(name, required=True)
+
     p = step("clean", cmd_clean, "drop empty, overlong and badly proportioned training pairs")
     for name in ("--src-in", "--tgt-in", "--src-out", "--tgt-out", "--report"):
         p.add_argument(name, required=True)
@@ -446,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", required=True, help="model.pt; several: an ensemble")
     for name in ("--src-vocab", "--tgt-vocab", "--input", "--output", "--lang"):
         p.add_argument(name, required=True)
+    p.add_argument("--detruecase", action="store_true", help="the corpus is truecased: undo it before detokenising")
     p.add_argument("--no-progress", action="store_true")
 
     p = step("score", cmd_score, "score a detokenised hypothesis file with a registered metric")
@@ -454,6 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("--hyp", "--test-set", "--lang", "--output", "--system"):
         p.add_argument(name, required=True)
     p.add_argument("--pretokenized", action="store_true", help="the corpus is already tokenised (toy corpora)")
+    p.add_argument("--truecaser", default="", help="tokenised metrics: truecase hypotheses and references with "
+                                                   "this model (a truecased corpus's target side)")
 
     p = step("scores", cmd_scores, "collect a system's score files into one summary (DVC metrics)")
     p.add_argument("--inputs", nargs="+", required=True)

@@ -28,7 +28,7 @@ DECODING_KEYS = {"beam": int, "length": str, "length_penalty": float, "batch_siz
 LENGTH_MODES = ("penalty", "normalize", "none")
 SIGNIFICANCE_KEYS = {"test": str, "n_samples": int, "seed": int}
 CORPUS_KEYS = {"src": str, "tgt": str, "source": str, "max_len": int, "bpe_merges": int, "joint_bpe": bool,
-               "joint_vocab": bool, "valid_size": int, "test_size": int, "test_sets": list}
+               "joint_vocab": bool, "truecase": bool, "valid_size": int, "test_size": int, "test_sets": list}
 SYSTEM_KEYS = ("corpus", "model", "recipe", "init", "options", "decoding")
 TRAIN_FIELDS = ("n_params", "steps_per_s", "tokens_per_s", "wall_time_s", "steps", "epochs", "best_valid_nll")
 
@@ -45,6 +45,7 @@ class Corpus:
     bpe_merges: int
     joint_bpe: bool
     joint_vocab: bool = False   # one vocabulary for both sides (needs joint BPE): lets a model share embeddings
+    truecase: bool = False      # Moses truecasing of the tokenised text, a model per side learnt on the training data
     valid_size: int = 500
     test_size: int = 1000
     test_sets: tuple = ("test",)

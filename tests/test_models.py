@@ -28,7 +28,9 @@ torch.set_num_threads(1)
 T = {"encoder": "transformer", "decoder": "transformer"}
 R = {"encoder": "recurrence", "decoder": "recurrence"}
 MC = {"encoder": "multicolumn", "decoder": "transformer"}
+RNN = {"encoder": "birnn", "decoder": "cgru"}
 SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=2, dropout=0.1, attention_dropout=0.1)
+SMALL_RNN = dict(embed=12, hidden=10, dropout=0.1)
 VARIANTS = {
     "transformer": dict(T),  # three untied tables (the default)
     "transformer-shared": {**T, "share_embeddings": True},
@@ -51,6 +53,14 @@ VARIANTS = {
     "ran-all": {**T, "enc_self_attn": "ran", "dec_self_attn": "ran", "ran_max_len": 16},
     "hcsa": {**T, "enc_self_attn": "hcsa", "dec_self_attn": "hcsa"},
     "synr": {**T, "enc_self_attn": "synr", "dec_self_attn": "synr", "ran_max_len": 16},
+    # the RNN encoder-decoders: dl4mt and werlen2018's decoders (tests/test_werlen2018_models.py: their equations)
+    "dl4mt": dict(RNN),
+    "dl4mt-lstm-encoder": {**RNN, "cell": "lstm"},
+    "mean-residual": {**RNN, "summary": "mean"},
+    "attentive-residual": {**RNN, "summary": "attention"},
+    "attentive-residual-scope": {**RNN, "summary": "attention", "summary_score": "content_scope"},
+    "memory-rnn": {**RNN, "state_attention": "memory"},
+    "self-attentive-rnn": {**RNN, "state_attention": "self", "attention_dim": 7},
 }
 V_SRC, V_TGT = 11, 13
 SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
@@ -58,7 +68,7 @@ SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
 
 def spec_of(name, **override):
     """The flat spec of a small variant."""
-    return {**SMALL, **VARIANTS[name], **override}
+    return {**(SMALL_RNN if VARIANTS[name]["encoder"] == "birnn" else SMALL), **VARIANTS[name], **override}
 
 
 def make(name, seed=0, **override):
@@ -100,8 +110,8 @@ def test_incremental_decoding_equals_full_forward(name):
     assert (full[:, 1:] - full[:, :1]).abs().max().item() > 1e-3  # positions really differ
     # what is fixed for the search (projected encoder / recurrence keys and values) is cached in memory, which
     # beam search reorders only when sentences leave; the state, reordered at every step, holds the rest
-    assert not any(key.endswith((".enc.k", ".enc.v", ".rec.k", ".rec.v")) for key in state)
-    assert {"dec0.enc.k", "dec0.enc.v"} <= set(memory)
+    assert not any(key.endswith((".enc.k", ".enc.v", ".rec.k", ".rec.v", ".keys")) for key in state)
+    assert set(memory) - set(model.encode(src))  # the cached projections
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -165,6 +175,8 @@ COPY_VARIANTS = {
     "ran-all": dict(COPY, **T, enc_self_attn="ran", dec_self_attn="ran", ran_max_len=64),
     "hcsa": dict(COPY, **T, enc_self_attn="hcsa", dec_self_attn="hcsa"),
     "synr": dict(COPY, **T, enc_self_attn="synr", dec_self_attn="synr", ran_max_len=64),
+    "dl4mt": dict(RNN, embed=64, hidden=64, dropout=0.0),
+    "attentive-residual": dict(RNN, embed=64, hidden=64, dropout=0.0, summary="attention"),
 }
 
 

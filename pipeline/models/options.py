@@ -38,6 +38,14 @@ class ModelOptions:
 
     share_embeddings: bool = False  # one table for source, target and output: needs one joint vocabulary
     tie_output: bool = False  # target embedding = output projection
+    # xavier: Xavier-uniform matrices, embeddings N(0, e^-1/2), zero biases (the Transformers) | normal: every
+    # matrix and embedding N(0, weight_init_scale^2), zero biases (werlen2018 6.2: N(0,1) x 0.01) | uniform: every
+    # parameter U(-weight_init_scale, weight_init_scale) (zhang2018 5.2: 0.1)
+    weight_init: Literal["xavier", "normal", "uniform"] = "xavier"
+    weight_init_scale: float = 0.01
+
+    def __post_init__(self) -> None:
+        require(self.weight_init_scale > 0, "weight_init_scale", "a positive number", self.weight_init_scale)
 
 
 @dataclass

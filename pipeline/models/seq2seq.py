@@ -201,8 +201,23 @@ class EncoderDecoder(Seq2Seq):
         return self.decoder.max_output_len
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform matrices (q/k/v projections: MultiHeadAttention.init_projections), zero biases, embeddings
-        N(0, e^-1/2) with a zero PAD row (fairseq-like; our choice), then each part's own initialisation."""
+        """By options.weight_init: "xavier" (below), or every weight N(0, scale^2) with zero biases ("normal"), or
+        every parameter U(-scale, scale) ("uniform"); the PAD rows zero. "xavier": Xavier-uniform matrices (q/k/v
+        projections: MultiHeadAttention.init_projections), zero biases, embeddings N(0, e^-1/2) (fairseq-like; our
+        choice), then each part's own initialisation."""
+        scale = self.options.weight_init_scale
+        if self.options.weight_init != "xavier":
+            with torch.no_grad():
+                for name, p in self.named_parameters():
+                    if self.options.weight_init == "uniform":
+                        nn.init.uniform_(p, -scale, scale)
+                    elif p.dim() > 1:
+                        nn.init.normal_(p, 0.0, scale)
+                    else:
+                        nn.init.zeros_(p)
+                for table in (self.src_embed, self.tgt_embed):
+                    table.weight[PAD].zero_()
+            return
         with torch.no_grad():
             for name, p in self.named_parameters():
                 if p.dim() > 1:

@@ -37,10 +37,40 @@ rule tokenize:
         "--output {output} {params.pretokenized} > {log} 2>&1"
 
 
+def cased(corpus_name):
+    """The stage holding a corpus's tokenised text as the models see it: truecased ("tc") or as tokenised."""
+    return "tc" if P.corpora[corpus_name].truecase else "tok"
+
+
+rule learn_truecaser:
+    input:
+        f"{R}/data/{{corpus}}/tok/train.{{side}}",
+    output:
+        f"{R}/data/{{corpus}}/tc/model.{{side}}",
+    log:
+        f"{R}/logs/learn_truecaser/{{corpus}}.{{side}}.log",
+    shell:
+        "python -m pipeline learn-truecaser --input {input} --model {output} > {log} 2>&1"
+
+
+rule truecase:
+    input:
+        model=f"{R}/data/{{corpus}}/tc/model.{{side}}",
+        text=f"{R}/data/{{corpus}}/tok/{{split}}.{{side}}",
+    output:
+        f"{R}/data/{{corpus}}/tc/{{split}}.{{side}}",
+    wildcard_constraints:
+        split=r"(train|valid|test)[^.]*",
+    log:
+        f"{R}/logs/truecase/{{corpus}}.{{split}}.{{side}}.log",
+    shell:
+        "python -m pipeline truecase --model {input.model} --input {input.text} --output {output} > {log} 2>&1"
+
+
 rule clean:
     input:
-        src=f"{R}/data/{{corpus}}/tok/train.src",
-        tgt=f"{R}/data/{{corpus}}/tok/train.tgt",
+        src=lambda wc: data(wc.corpus, cased(wc.corpus), "train.src"),
+        tgt=lambda wc: data(wc.corpus, cased(wc.corpus), "train.tgt"),
     output:
         src=f"{R}/data/{{corpus}}/clean/train.src",
         tgt=f"{R}/data/{{corpus}}/clean/train.tgt",
@@ -71,7 +101,7 @@ rule learn_bpe:
 
 
 def bpe_input(wildcards):
-    stage = "clean" if wildcards.split == "train" else "tok"
+    stage = "clean" if wildcards.split == "train" else cased(wildcards.corpus)
     return data(wildcards.corpus, stage, f"{wildcards.split}.{wildcards.side}")
 
 

@@ -1,6 +1,7 @@
 # Decode a test set with beam search (one model or an ensemble), then score it with a registered metric against
 # every reference of the test set. Score files keep per-sentence statistics, so significance tests never rescore.
 from pipeline.data.registry import get_corpus
+from pipeline.evaluate.metrics import get_metric
 
 
 def decode_inputs(wildcards):
@@ -19,29 +20,39 @@ rule translate:
         spec=lambda wc: q(P.decoding_of(wc.system)),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
+        detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
     threads: 1
     log:
         f"{R}/logs/translate/{{system}}.{{split}}.log",
     shell:
         "OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} {params.models} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --input {input.src} --output {output} "
-        "--lang {params.lang} --no-progress > {log} 2>&1"
+        "--lang {params.lang} {params.detruecase} --no-progress > {log} 2>&1"
+
+
+def truecaser(wildcards):
+    """The target side's truecasing model where the corpus is truecased and the metric scores tokenised text."""
+    corpus = P.corpus_of(wildcards.system)
+    return [data(corpus.name, "tc", "model.tgt")] if corpus.truecase and get_metric(wildcards.metric).tokenized else []
 
 
 rule score:
     input:
         hyp=f"{R}/eval/{{system}}/{{split}}.hyp",
         raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
+        truecaser=truecaser,
     output:
         f"{R}/eval/{{system}}/{{split}}.{{metric}}.json",
     params:
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpus_of(wc.system).source).pretokenized else "",
+        truecaser=lambda wc, input: f"--truecaser {input.truecaser} " if input.truecaser else "",
     log:
         f"{R}/logs/score/{{system}}.{{split}}.{{metric}}.log",
     shell:
         "python -m pipeline score --metric {wildcards.metric} --hyp {input.hyp} --ref-dir {input.raw} "
         "--test-set {wildcards.split} --lang {params.lang} {params.pretokenized} --system {wildcards.system} "
+        "{params.truecaser}"
         "--output {output} > {log} 2>&1"
 
 
