@@ -213,7 +213,7 @@ def cmd_score(args) -> None:
     if metric.tokenized and not args.pretokenized:  # tokenised BLEU: our detokenised output tokenised again
         from pipeline.data.tokenize import tokenize_lines
         hyps, refs = tokenize_lines(hyps, args.lang), [tokenize_lines(r, args.lang) for r in refs]
-    if metric.tokenized and args.truecaser:  # werlen2018: BLEU on tokenised, truecased text
+    if metric.tokenized and args.truecaser:  # a truecased corpus: BLEU on tokenised, truecased text
         from pipeline.data.truecase import load_truecaser, truecase_lines
         truecaser = load_truecaser(Path(args.truecaser))
         hyps, refs = truecase_lines(hyps, truecaser), [truecase_lines(r, truecaser) for r in refs]
