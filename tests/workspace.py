@@ -29,6 +29,7 @@ TOY_CORPUS = {"max_len": 30, "bpe_merges": 30, "valid_size": 40, "test_size": 60
 TOY_SHARED = {
     "scale": "tiny",
     "seed": 1,
+    "precision": "auto",  # DVC's train stages track it, so params.yaml must name it (as the project's does)
     "paths": {"artifacts": "artifacts", "downloads": "artifacts/downloads", "manual": {}},
     "decoding": {"beam": 2, "length": "penalty", "length_penalty": 0.6, "batch_size": 30, "max_len_a": 1.2,
                  "max_len_b": 5},
