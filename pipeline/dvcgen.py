@@ -119,7 +119,8 @@ def stages(p: Params) -> dict:
     corpus_code = code_closure(CORPUS_CODE)
     out["corpus"] = _group(
         {name: {"file": p.files[c.paper]} for name, c in p.corpora.items()},
-        {"cmd": f"{SMK} --allowed-rules fetch tokenize learn_truecaser truecase clean learn_bpe apply_bpe vocab corpus -- "
+        {"cmd": f"{SMK} --allowed-rules fetch tokenize learn_truecaser truecase clean learn_bpe apply_bpe vocab "
+                f"corpus -- "
                 f"{ART}/data/${{key}}/ready",
          "deps": corpus_code, "params": ["scale", "seed", {"${item.file}": ["corpora.${key}"]}],
          "outs": [f"{ART}/data/${{key}}"]})
