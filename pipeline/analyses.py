@@ -1,8 +1,8 @@
 """The analyses a table or figure may ask for besides scores, each with its settings schema (torch-free).
 
 A table names them under `analyses:` with their settings; the rule `analysis_<kind>` computes one JSON file per
-cell system (artifacts/<scale>/tables/<table>/<kind>/<system>.json) and the table step hands it to the layout as
-the cell value `<kind>`.
+cell system (artifacts/<scale>/tables/<table>/<kind>/<system>.json; per column for the PER_COLUMN kinds:
+<kind>/<column>.json) and the table step hands it to the layout as the cell value `<kind>`.
 """
 from __future__ import annotations
 
@@ -21,7 +21,19 @@ ANALYSES: dict[str, dict[str, tuple[type, object]]] = {
     "patterns": {"size": (int, 80)},
     # decoding speed by batch size and beam: median of `repeats` timed passes over the first `sentences`
     "speed": {"sentences": (int, 200), "batch_sizes": (list, [100]), "beams": (list, [4]), "repeats": (int, 3)},
+    # attention over the previous target words (teacher-forced on the first `sentences` references): the relative
+    # position of the most attended word, one sentence's matrix (`sentence`, 1-based) and binary trees from it
+    # (`trees` sentences from there); `parses`: a file of gold trees of those references, "" for none
+    "previous_words": {"sentences": (int, 400), "sentence": (int, 1), "trees": (int, 3), "max_distance": (int, 50),
+                       "parses": (str, "")},
+    # perplexity of the test references (teacher-forced, every target token and EOS)
+    "perplexity": {"sentences": (int, 1_000_000), "batch_size": (int, 50)},
+    # human ranking of a column's systems: blind sheets of `sentences` seeded test sentences (the key kept apart);
+    # `sheets`: a directory of filled-in sheets <column>*.tsv to tally, "" for none yet
+    "ranking": {"sentences": (int, 50), "seed": (int, 1), "sheets": (str, "")},
 }
+# Kinds computed once per table column (over the column's systems) instead of once per system.
+PER_COLUMN = frozenset({"ranking"})
 
 
 def check_settings(kind: str, settings: dict) -> dict:

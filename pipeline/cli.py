@@ -73,7 +73,7 @@ def cmd_fetch(args) -> None:
     from pipeline.data.registry import fetch_corpus
     sizes = {"valid_size": args.valid_size, "test_size": args.test_size}
     card = fetch_corpus(args.source, Path(args.out), Path(args.cache), manual=json.loads(args.manual),
-                        seed=args.seed, sizes=sizes, langs=(args.src, args.tgt))
+                        seed=args.seed, sizes=sizes, langs=(args.src, args.tgt), test_sets=tuple(args.test_sets))
     print(json.dumps({k: card[k] for k in ("counts",) if k in card}, ensure_ascii=False))
 
 
@@ -287,6 +287,50 @@ def cmd_attention(args) -> None:
     _write_json(args.output, attention_statistics(model, src_ids, tgt_ids, bins=args.bins))
 
 
+def cmd_previous_words(args) -> None:
+    import torch
+
+    from pipeline.evaluate.previous_words import previous_word_analysis
+    torch.manual_seed(0)
+    settings = json.loads(args.settings)
+    model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab,
+                                           settings["sentences"])
+    tokens = [line.split() for line in read_lines(args.tgt)[:settings["sentences"]]]
+    if len(tokens) != len(tgt_ids):
+        raise PipelineError(f"previous-words: {len(tokens) - len(tgt_ids)} of the first {len(tokens)} pairs of "
+                            f"{args.tgt} do not fit the model's positions; expected a model without a length limit")
+    parses = read_lines(settings["parses"])[:len(tgt_ids)] if settings["parses"] else None
+    first = settings["sentence"] - 1
+    trees = list(range(first, min(first + settings["trees"], len(tgt_ids))))
+    _write_json(args.output, previous_word_analysis(model, src_ids, tgt_ids, tokens, first, parses,
+                                                    settings["max_distance"], trees=trees))
+
+
+def cmd_perplexity(args) -> None:
+    from pipeline.evaluate.perplexity import perplexity
+    model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab,
+                                           args.sentences)
+    _write_json(args.output, perplexity(model, src_ids, tgt_ids, batch_size=args.batch_size))
+
+
+def cmd_ranking(args) -> None:
+    from pipeline.evaluate.ranking import build_sheet, read_sheet, tally, write_key, write_sheet
+    hyps = {}
+    for item in args.hyp:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise PipelineError(f"--hyp {item!r}: expected <system>=<file of its translations>")
+        hyps[name] = read_lines(path)
+    rows, key = build_sheet(read_lines(args.src), read_lines(args.ref), hyps, args.sentences, args.seed)
+    write_sheet(rows, args.sheet)
+    write_key(key, args.key)
+    systems = list(hyps)
+    pairs = [(a, b) for i, a in enumerate(systems) for b in systems[i + 1:]]
+    filled = [(read_sheet(path, key), key) for path in args.filled]
+    _write_json(args.output, {"sheet": args.sheet, "key": args.key, "items": len(rows), "systems": systems,
+                              "filled": list(args.filled), "tally": tally(filled, pairs) if filled else None})
+
+
 def cmd_patterns(args) -> None:
     from pipeline.checkpoint import load_model
     from pipeline.evaluate.attention import pattern_weights
@@ -420,6 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--valid-size", type=int, default=500)
     p.add_argument("--test-size", type=int, default=1000)
+    p.add_argument("--test-sets", nargs="+", default=["test"],
+                   help="the corpus's test sets, 'test' first; those the source does not build are cut from 'test'")
 
     p = step("tokenize", cmd_tokenize, "Moses tokenization / jieba segmentation of one file")
     p.add_argument("--lang", required=True)
@@ -504,6 +550,26 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--sentences", type=int, default=400, help="the first N test sentences")
     p.add_argument("--bins", type=int, default=20)
+
+    p = step("previous-words", cmd_previous_words, "attention over the previous target words: relative positions, "
+             "one sentence's matrix, binary trees (Algorithm 1) and their bracketing scores against gold parses")
+    for name in ("--model", "--src", "--tgt", "--src-vocab", "--tgt-vocab", "--output", "--settings"):
+        p.add_argument(name, required=True)
+
+    p = step("perplexity", cmd_perplexity, "perplexity of the test references (teacher-forced)")
+    for name in ("--model", "--src", "--tgt", "--src-vocab", "--tgt-vocab", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--sentences", type=int, default=1_000_000, help="the first N test sentences")
+    p.add_argument("--batch-size", type=int, default=50)
+
+    p = step("ranking", cmd_ranking, "blind human-ranking sheets of several systems' translations (the key kept "
+             "apart), and the pairwise tally of filled-in sheets")
+    p.add_argument("--hyp", action="append", required=True, help="<system>=<translations>, one per system")
+    for name in ("--src", "--ref", "--sheet", "--key", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--sentences", type=int, default=50)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--filled", nargs="*", default=[], help="filled-in sheets to tally (pooled)")
 
     p = step("patterns", cmd_patterns, "the learnt (input-independent) attention weights of a RAN / Syn-R model")
     p.add_argument("--model", required=True)

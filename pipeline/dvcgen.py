@@ -32,10 +32,13 @@ EVAL_CODE = ("pipeline.translate", "pipeline.search", "pipeline.ensemble", "pipe
 TABLE_CODE = ("pipeline.report.cells", "pipeline.report.layouts", "pipeline.report.table", "pipeline.report.figures")
 ANALYSIS_CODE = {"length": ("pipeline.evaluate.length",), "attention": ("pipeline.evaluate.attention",),
                  "patterns": ("pipeline.evaluate.attention",), "speed": ("pipeline.evaluate.speed",),
-                 "probing": ("pipeline.evaluate.probing", "pipeline.data.tokenize", "pipeline.data.subword")}
+                 "probing": ("pipeline.evaluate.probing", "pipeline.data.tokenize", "pipeline.data.subword"),
+                 "previous_words": ("pipeline.evaluate.previous_words",),
+                 "perplexity": ("pipeline.evaluate.perplexity",), "ranking": ("pipeline.evaluate.ranking",)}
 SIGNIFICANCE_CODE = ("pipeline.evaluate.significance", "pipeline.evaluate.metrics")
 TABLE_RULES = ("significance analysis_length analysis_attention analysis_patterns analysis_speed "
-               "analysis_probing_data analysis_probing table figure")
+               "analysis_probing_data analysis_probing analysis_previous_words analysis_perplexity analysis_ranking "
+               "table figure")
 
 
 # ------------------------------------------------------------------------------------------- code closure

@@ -173,7 +173,8 @@ def test_registry_names_and_paper_entries():
     names = set(registry.CORPORA)
     assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
             "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
-    assert all(n.startswith(("toy-", "wmt", "nist", "l10n-", "standin-", "cnndm", "personachat")) for n in names)
+    assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "l10n-", "standin-", "cnndm", "personachat"))
+               for n in names)
     ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
     assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task
     assert [p.name for p in ende.task.train] == ["europarl-v7", "commoncrawl", "news-commentary-v9"]
@@ -184,6 +185,12 @@ def test_registry_names_and_paper_entries():
     assert zhen.manual_keys == ("wmt17_un_zh_en", "wmt17_cwmt_zh_en")
     assert zhen.task.train[0].member("zh").file.md5 == "fc6b83b809347e64f511d291e4bc8731"
     assert (zhen.task.valid.test_set, zhen.task.test.test_set) == ("wmt17/dev", "wmt17")
+    esen, ende16, enzh = get_corpus("wmt13-es-en"), get_corpus("wmt16-en-de"), get_corpus("unpc-en-zh")
+    assert [p.name for p in esen.task.train] == ["europarl-v7", "news-commentary-v8"]
+    assert (esen.task.valid.test_set, esen.task.test.test_set) == ("wmt12", "wmt13")
+    assert [name for name, _ in ende16.task.eval_sets()] == ["valid", "test", "test-nt15", "test-nt16"]
+    assert [s.test_set for _, s in ende16.task.eval_sets()] == ["wmt13", "wmt14/full", "wmt15", "wmt16"]
+    assert enzh.manual_keys == ("un_en_zh_subset",) and "unpc-zh-en" not in names
     assert get_corpus("toy-reorder").pretokenized and not get_corpus("l10n-en-de").pretokenized
     assert get_corpus("toy-copy").synthetic_task == "copy"
 

@@ -161,6 +161,7 @@ def test_footer_helpers():
     assert signature_text(FACTS, "bleu", ("en-de",)) == "tok:13a"
     assert signature_text(FACTS, "bleu", ("dialogue",)) == "no results yet"
     assert stat_test_text(FACTS) == "paired bootstrap resampling, 1000 samples, seed 7"
+    assert stat_test_text({"significance": {**FACTS["significance"], "test": "paired_t_test"}}) == "paired t-test"
     assert standin_lines(FACTS, ("en-de",)) == []
     lines = standin_lines(FACTS, ("en-de", "dialogue"), str.capitalize)
     assert lines[0].startswith("STAND-IN: ours are not on the paper's data")

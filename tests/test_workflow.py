@@ -39,7 +39,7 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
             base_summary = json.loads((art / f"models/{baseline}/train.json").read_text())
             added = summary["n_params"] - base_summary["n_params"]
             assert ours[row][f"{pair} #Para. (ours)"] in (f"+{added / 1e3:.1f}K", f"+{added / 1e6:.1f}M")
-            sig = json.loads((art / f"tables/hao2019-table3/significance/{system}.json").read_text())
+            sig = json.loads((art / f"tables/hao2019-table3/significance/{system}.test.json").read_text())
             base_score = json.loads((art / f"eval/{baseline}/test.sacrebleu.json").read_text())["score"]
             assert sig["baseline_score"] == pytest.approx(base_score) and sig["system"] == system
             assert sig["delta"] == pytest.approx(score["score"] - base_score)
@@ -112,5 +112,5 @@ def test_a_toy_paper_is_added_by_new_files_only(tmp_path):
     assert [r["Row"] for r in rows] == ["a", "b"]
     score = json.loads((ws / "artifacts/tiny/eval/t-b/test.sacrebleu.json").read_text())["score"]
     assert rows[1]["BLEU"] == f"{score:.2f}"
-    sig = json.loads((ws / "artifacts/tiny/tables/toy2026-table1/significance/t-b.json").read_text())
+    sig = json.loads((ws / "artifacts/tiny/tables/toy2026-table1/significance/t-b.test.json").read_text())
     assert sig["test"] == "approximate_randomization" and rows[1]["p"] == f"{sig['p_value']:.3f}"

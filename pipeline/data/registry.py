@@ -205,7 +205,14 @@ def fetch_spec(spec: CorpusSpec, out_dir: Path, cache_dir: Path, *, manual: dict
 
 def fetch_corpus(name: str, out_dir: Path, cache_dir: Path, *, manual: dict[str, str] | None = None,
                  seed: int = 1, sizes: dict | None = None, langs: tuple[str, str] | None = None,
-                 progress: bool = True) -> dict:
-    """Build corpus `name` in `out_dir`; toy corpora take their file suffixes from `langs`. Returns the data card."""
-    return fetch_spec(get_corpus(name), out_dir, cache_dir, manual=manual, seed=seed, sizes=sizes, langs=langs,
-                      progress=progress)
+                 progress: bool = True, test_sets: tuple[str, ...] = ("test",)) -> dict:
+    """Build corpus `name` in `out_dir`; toy corpora take their file suffixes from `langs`; test sets the source does
+    not build are cut from its test split (pipeline/data/test_splits.py). Returns the data card."""
+    from pipeline.data.test_splits import ensure_test_sets
+
+    spec = get_corpus(name)
+    card = fetch_spec(spec, out_dir, cache_dir, manual=manual, seed=seed, sizes=sizes, langs=langs, progress=progress)
+    parts = ensure_test_sets(Path(out_dir), *_resolve_langs(spec, langs), test_sets)
+    if parts:
+        card["test_sets"] = parts
+    return card

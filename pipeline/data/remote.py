@@ -323,9 +323,59 @@ NIST12_ZH_EN = RemoteTask(
     both_directions=False,
 )
 
+# --- Registry entries for werlen2018 6.1 ----------------------------------------------------------------
+# WMT13 Es-En: Europarl v7 and News Commentary (the paper says v11, which has no Es-En side; our choice: v8, the
+# WMT13 release), newstest2012 dev, newstest2013 test. WMT16 En-De: Europarl v7, Common Crawl, News Commentary
+# v11; newstest2013 dev; newstest2014 test, newstest2015 and 2016 as further tests. Member paths as in
+# TensorFlow Datasets' WMT definitions; no published checksum for the two News Commentary archives (unverified).
+NEWS_COMMENTARY_V8 = RemoteFile("news_commentary_v8", "https://www.statmt.org/wmt13/training-parallel-nc-v8.tgz")
+NEWS_COMMENTARY_V11 = RemoteFile("news_commentary_v11",
+                                 "https://data.statmt.org/wmt16/translation-task/training-parallel-nc-v11.tgz")
+UN_EN_ZH_SUBSET = ManualFile(
+    "un_en_zh_subset", "A 0.5M / 2K / 2K subset of the United Nations Parallel Corpus, en-zh (registration-only)",
+    "https://conferences.unite.un.org/UNCorpus (register; the paper does not publish its subset, our choice: "
+    "sample 500,000 training, 2,000 dev and 2,000 test pairs and write train.en/.zh, dev.en/.zh, test.en/.zh, "
+    "one sentence per line, into one directory, then point the key at it)")
+
+WMT13_ES_EN = RemoteTask(
+    name="wmt13 es-en", langs=("es", "en"), url="https://www.statmt.org/wmt13/translation-task.html",
+    train=(
+        part("europarl-v7", EUROPARL_V7,
+             {"es": "training/europarl-v7.es-en.es", "en": "training/europarl-v7.es-en.en"}),
+        part("news-commentary-v8", NEWS_COMMENTARY_V8,
+             {"es": "training/news-commentary-v8.es-en.es", "en": "training/news-commentary-v8.es-en.en"}),
+    ),
+    valid=SacrebleuSet("newstest2012", "wmt12"),
+    test=SacrebleuSet("newstest2013", "wmt13"),
+)
+
+WMT16_EN_DE = RemoteTask(
+    name="wmt16 en-de", langs=("en", "de"), url="https://www.statmt.org/wmt16/translation-task.html",
+    train=(
+        part("europarl-v7", EUROPARL_V7,
+             {"en": "training/europarl-v7.de-en.en", "de": "training/europarl-v7.de-en.de"}),
+        part("commoncrawl", COMMONCRAWL_WMT13, {"en": "commoncrawl.de-en.en", "de": "commoncrawl.de-en.de"}),
+        part("news-commentary-v11", NEWS_COMMENTARY_V11,
+             {"en": "training-parallel-nc-v11/news-commentary-v11.de-en.en",
+              "de": "training-parallel-nc-v11/news-commentary-v11.de-en.de"}),
+    ),
+    valid=SacrebleuSet("newstest2013", "wmt13"),
+    test=SacrebleuSet("newstest2014", "wmt14/full"),
+    extra_tests=(SacrebleuSet("nt15", "wmt15"), SacrebleuSet("nt16", "wmt16")),
+)
+
+UN_EN_ZH = RemoteTask(
+    name="unpc en-zh", langs=("en", "zh"), url="https://conferences.unite.un.org/UNCorpus",
+    train=(part("un-subset", UN_EN_ZH_SUBSET, {"en": "train.en", "zh": "train.zh"}),),
+    valid=part("un-subset-dev", UN_EN_ZH_SUBSET, {"en": "dev.en", "zh": "dev.zh"}),
+    test=part("un-subset-test", UN_EN_ZH_SUBSET, {"en": "test.en", "zh": "test.zh"}),
+    both_directions=False,
+)
+
 REMOTE_TASKS: dict[str, RemoteTask] = {
     "wmt14-en-de": WMT14_EN_DE, "wmt17-zh-en": WMT17_ZH_EN, "wmt14-en-fr": WMT14_EN_FR, "wmt17-en-lv": WMT17_EN_LV,
-    "wmt17-en-fi": WMT17_EN_FI, "wmt17-en-tr": WMT17_EN_TR, "nist12-zh-en": NIST12_ZH_EN}
+    "wmt17-en-fi": WMT17_EN_FI, "wmt17-en-tr": WMT17_EN_TR, "nist12-zh-en": NIST12_ZH_EN,
+    "wmt13-es-en": WMT13_ES_EN, "wmt16-en-de": WMT16_EN_DE, "unpc-en-zh": UN_EN_ZH}
 
 
 # --- Building ----------------------------------------------------------------------------------------

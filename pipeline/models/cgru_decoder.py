@@ -1,8 +1,8 @@
 """dl4mt's conditional-GRU decoder (werlen2018 A.3) and werlen2018's variants: the mean and self-attentive residual
 connections (sec. 4, eq. 8-13, A.3.1), the Memory RNN (5.1, A.3.2) and the Self-attentive RNN (5.2, A.3.3).
 
-The first target input y_0 is a zero vector, not an embedding (dl4mt shifts the target embeddings right and puts
-zeros first), so that d_1 = 0 in the residual variants.
+The first target input y_0 is a zero vector, not an embedding (previous_word_summary.zero_first), so that d_1 = 0 in
+the residual variants.
 """
 from __future__ import annotations
 
@@ -13,42 +13,8 @@ from pipeline.models.additive_attention import AdditiveAttention
 from pipeline.models.cgru_decoder_options import CGRUDecoderOptions
 from pipeline.models.conditional_gru import ConditionalGRU
 from pipeline.models.layers import Dropout, masked_mean
+from pipeline.models.previous_word_summary import PreviousWordSummary, summarise, summarise_step, zero_first
 from pipeline.models.seq2seq import Decoder, register_decoder
-
-NEG = torch.finfo(torch.float32).min
-
-
-class PreviousWordSummary(nn.Module):
-    """d_t, the self-attentive summary of the previous target words y_0..y_{t-1} (eq. 10-13)."""
-
-    def __init__(self, embed_dim: int, hidden_dim: int, scope: bool):
-        super().__init__()
-        self.word_proj = nn.Linear(embed_dim, embed_dim)  # W_y (+ b, dl4mt's b_prev)
-        self.state_proj = nn.Linear(hidden_dim, embed_dim, bias=False) if scope else None  # W_s (eq. 12)
-        self.score = nn.Linear(embed_dim, 1, bias=False)  # v
-
-    def weights(self, y: Tensor, s: Tensor | None = None) -> Tensor:
-        """y [B,T,e] (y_0 first), s [B,T,h] (content+scope) -> alpha [B,T,T]: row p weighs y_0..y_p, so that
-        position p (predicting y_{p+1}) summarises every word before the one it predicts."""
-        keys = self.word_proj(y)  # [B,T,e]
-        if self.state_proj is None:
-            scores = self.score(torch.tanh(keys)).squeeze(-1).unsqueeze(1).expand(-1, y.size(1), -1)  # eq. 13
-        else:
-            scores = self.score(torch.tanh(keys.unsqueeze(1) + self.state_proj(s).unsqueeze(2))).squeeze(-1)  # eq. 12
-        t = y.size(1)
-        future = torch.ones(t, t, dtype=torch.bool, device=y.device).triu(1)
-        return torch.softmax(scores.float().masked_fill(future, NEG), dim=-1).to(y.dtype)  # eq. 11
-
-    def forward(self, y: Tensor, s: Tensor | None = None) -> Tensor:
-        """y [B,T,e], s [B,T,h] -> d [B,T,e], d at position p = sum_{i <= p} alpha_pi y_i (eq. 10)."""
-        return self.weights(y, s) @ y
-
-    def step(self, keys: Tensor, y: Tensor, s: Tensor) -> Tensor:
-        """One position: keys [B,t,e] = W_y y_i + b of y_0..y_{t-1}, y [B,t,e], s [B,h] -> d_t [B,e]."""
-        pre = keys if self.state_proj is None else keys + self.state_proj(s).unsqueeze(1)
-        alpha = torch.softmax(self.score(torch.tanh(pre)).squeeze(-1).float(), dim=-1).to(y.dtype)
-        return torch.bmm(alpha.unsqueeze(1), y).squeeze(1)
-
 
 @register_decoder("cgru")
 class CGRUDecoder(Decoder):
@@ -75,11 +41,6 @@ class CGRUDecoder(Decoder):
         self.readout_memory = nn.Linear(o.hidden, o.embed) if o.state_attention == "self" else None  # W_mt
         self.drop = Dropout(o.dropout)
 
-    @staticmethod
-    def _zero_first(y: Tensor, position: int = 0) -> Tensor:
-        """y [B,T,e] with the input at absolute position 0 (BOS) replaced by the zero vector y_0."""
-        return y * (torch.arange(position, position + y.size(1), device=y.device) > 0).to(y.dtype)[None, :, None]
-
     def _readout(self, s: Tensor, words: Tensor, c: Tensor, s_mem: Tensor | None) -> Tensor:
         out = self.readout_state(s) + self.readout_words(words) + self.readout_context(c)
         if self.readout_memory is not None:
@@ -87,14 +48,9 @@ class CGRUDecoder(Decoder):
         return self.drop(torch.tanh(out))
 
     def _words(self, y: Tensor, s: Tensor) -> Tensor:
-        """r_t for every position: y [B,T,e] (y_0 = 0), s [B,T,h] -> [B,T,e]."""
-        o = self.options
-        if o.summary == "mean":  # eq. 9 over y_0..y_{t-1} (the set the attention weighs; y_0 = 0 counts)
-            count = torch.arange(1, y.size(1) + 1, device=y.device, dtype=y.dtype)[None, :, None]
-            return y.cumsum(1) / count
-        if o.summary == "attention":
-            return self.summary(y, s)
-        return y
+        """r_t for every position: y [B,T,e] (y_0 = 0), s [B,T,h] -> [B,T,e]: E[y_{t-1}] or the summary d_t."""
+        d = summarise(self.options.summary, self.summary, y, s)
+        return y if d is None else d
 
     def _recur(self, gates_t: Tensor, s: Tensor, past: dict[str, Tensor], keys: Tensor,
                memory: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -126,7 +82,7 @@ class CGRUDecoder(Decoder):
         return s0, {"past": s0.unsqueeze(1), "past_keys": self.state_attention.project_keys(s0).unsqueeze(1)}
 
     def forward(self, y: Tensor, memory: dict[str, Tensor]) -> Tensor:
-        y = self._zero_first(y)
+        y = zero_first(y)
         keys, gates = self.cell.attention.project_keys(memory["enc"]), self.cell.input_gates(y)
         s, past = self._start(memory)
         states, contexts, summaries = [], [], []
@@ -139,9 +95,39 @@ class CGRUDecoder(Decoder):
         s_mem = torch.stack(summaries, 1) if self.readout_memory is not None else None
         return self._readout(s_all, self._words(y, s_all), c_all, s_mem)
 
+    def previous_word_weights(self, y: Tensor, memory: dict[str, Tensor]) -> Tensor | None:
+        """Teacher-forced attention over the previous positions, as forward uses it: y [B,T,e] (BOS + target) ->
+        [B,T,T], row p (step t = p + 1, predicting y_{p+1}) a distribution over positions 0..p (y_0..y_p, or
+        s_0..s_p with state attention), zero above the diagonal; None for the baseline (E[y_{t-1}], no attention)."""
+        o = self.options
+        if o.summary == "previous" and self.state_attention is None:
+            return None
+        y = zero_first(y)
+        t = y.size(1)
+        if o.summary == "mean":  # eq. 9 as _words computes it: 1 / (p + 1) on each of y_0..y_p
+            uniform = torch.ones(t, t, dtype=y.dtype, device=y.device).tril()
+            return (uniform / uniform.sum(1, keepdim=True)).expand(y.size(0), -1, -1)
+        if o.summary == "attention" and o.summary_score == "content":  # eq. 11 + 13: no state needed
+            return self.summary.weights(y)
+        keys, gates = self.cell.attention.project_keys(memory["enc"]), self.cell.input_gates(y)
+        s, past = self._start(memory)
+        states, rows = [], []
+        for step in range(t):
+            if o.state_attention == "memory":  # A.3.2, eq. 15-17: queried by s_{t-1} over s_0..s_{t-1}
+                no_pad = torch.zeros(past["past"].shape[:2], dtype=torch.bool, device=y.device)
+                rows.append(self.state_attention(s, past["past_keys"], past["past"], no_pad)[1])
+            s, _, _ = self._recur(gates[:, step], s, past, keys, memory)
+            states.append(s)
+            if o.state_attention == "self":  # A.3.3, eq. 19-21: queried by s_t over s_0..s_{t-1} (past now ends in s_t)
+                no_pad = torch.zeros(past["past"].shape[0], step + 1, dtype=torch.bool, device=y.device)
+                rows.append(self.state_attention(s, past["past_keys"][:, :-1], past["past"][:, :-1], no_pad)[1])
+        if o.summary == "attention":  # content+scope, eq. 11-12: W_s s_t with the states s_1..s_T
+            return self.summary.weights(y, torch.stack(states, 1))
+        return torch.stack([nn.functional.pad(row, (0, t - row.size(1))) for row in rows], 1)
+
     def step(self, y: Tensor, position: int, memory: dict[str, Tensor],
              state: dict[str, Tensor] | None) -> tuple[Tensor, dict[str, Tensor]]:
-        y = self._zero_first(y, position)  # [B,1,e]
+        y = zero_first(y, position)  # [B,1,e]
         if "cgru.keys" not in memory:  # the encoder keys' projection, fixed for the whole search
             memory["cgru.keys"] = self.cell.attention.project_keys(memory["enc"])
         if state is None:
@@ -152,13 +138,6 @@ class CGRUDecoder(Decoder):
         s, c, s_mem = self._recur(self.cell.input_gates(y[:, 0]), state["s"], past, memory["cgru.keys"], memory)
         state.update(past)
         state["s"] = s
-        words, o = y[:, 0], self.options
-        if o.summary == "mean":
-            state["word_sum"] = words if "word_sum" not in state else state["word_sum"] + words
-            words = state["word_sum"] / (position + 1)
-        elif o.summary == "attention":
-            key = self.summary.word_proj(y)
-            state["words"] = y if "words" not in state else torch.cat([state["words"], y], 1)
-            state["word_keys"] = key if "word_keys" not in state else torch.cat([state["word_keys"], key], 1)
-            words = self.summary.step(state["word_keys"], state["words"], s)
+        d = summarise_step(self.options.summary, self.summary, y, position, s, state)
+        words = y[:, 0] if d is None else d
         return self._readout(s, words, c, s_mem), state

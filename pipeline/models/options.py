@@ -38,10 +38,15 @@ class ModelOptions:
 
     share_embeddings: bool = False  # one table for source, target and output: needs one joint vocabulary
     tie_output: bool = False  # target embedding = output projection
+    # a bias on the output projection (dl4mt's ff_logit has one; it carries the unigram distribution, so that an RNN's
+    # tanh readout need not saturate to express it); the Transformers have none
+    output_bias: bool = False
     # xavier: Xavier-uniform matrices, embeddings N(0, e^-1/2), zero biases (the Transformers) | normal: every
-    # matrix and embedding N(0, weight_init_scale^2), zero biases (werlen2018 6.2: N(0,1) x 0.01) | uniform: every
-    # parameter U(-weight_init_scale, weight_init_scale) (zhang2018 5.2: 0.1)
-    weight_init: Literal["xavier", "normal", "uniform"] = "xavier"
+    # matrix and embedding N(0, weight_init_scale^2), zero biases (werlen2018 6.2: N(0,1) x 0.01) | dl4mt: as normal,
+    # but square matrices and the square gate blocks of RNN weights orthogonal (dl4mt's norm_weight and ortho_weight,
+    # which werlen2018's code keeps) | uniform: every parameter U(-weight_init_scale, weight_init_scale) (zhang2018
+    # 5.2: 0.1)
+    weight_init: Literal["xavier", "normal", "dl4mt", "uniform"] = "xavier"
     weight_init_scale: float = 0.01
 
     def __post_init__(self) -> None:

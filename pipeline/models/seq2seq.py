@@ -162,6 +162,20 @@ def register_decoder(name: str):
 
 
 # ------------------------------------------------------------------------------------------- the composition
+def orthogonal_square_blocks(model: nn.Module) -> None:
+    """dl4mt's norm_weight/ortho_weight after a normal initialisation: every square matrix, and every square gate
+    block of an RNN's stacked weights (torch's [gates x hidden, in]), becomes a random orthogonal matrix."""
+    for module in model.modules():
+        rnn = isinstance(module, (nn.RNNBase, nn.RNNCellBase))
+        for name, p in module.named_parameters(recurse=False):
+            if p.dim() != 2 or not name.startswith("weight"):
+                continue
+            rows = module.hidden_size if rnn else p.size(0)
+            for block in p.split(rows, dim=0):
+                if block.size(0) == block.size(1):
+                    nn.init.orthogonal_(block)
+
+
 class EncoderDecoder(Seq2Seq):
     """Source embeddings -> encoder -> memory; target embeddings + memory -> decoder -> output projection.
 
@@ -184,7 +198,7 @@ class EncoderDecoder(Seq2Seq):
         self.src_embed = nn.Embedding(src_vocab_size, encoder.options.embed_dim, padding_idx=PAD)
         self.tgt_embed = self.src_embed if options.share_embeddings else nn.Embedding(
             tgt_vocab_size, decoder.options.embed_dim, padding_idx=PAD)
-        self.output_proj = nn.Linear(decoder.options.output_dim, tgt_vocab_size, bias=False)
+        self.output_proj = nn.Linear(decoder.options.output_dim, tgt_vocab_size, bias=options.output_bias)
         if options.share_embeddings or options.tie_output:
             self.output_proj.weight = self.tgt_embed.weight
         encoder.pair_with(decoder)
@@ -201,10 +215,10 @@ class EncoderDecoder(Seq2Seq):
         return self.decoder.max_output_len
 
     def reset_parameters(self) -> None:
-        """By options.weight_init: "xavier" (below), or every weight N(0, scale^2) with zero biases ("normal"), or
-        every parameter U(-scale, scale) ("uniform"); the PAD rows zero. "xavier": Xavier-uniform matrices (q/k/v
-        projections: MultiHeadAttention.init_projections), zero biases, embeddings N(0, e^-1/2) (fairseq-like; our
-        choice), then each part's own initialisation."""
+        """By options.weight_init: "xavier" (below), or every weight N(0, scale^2) with zero biases ("normal"; "dl4mt":
+        then square matrices and gate blocks orthogonal), or every parameter U(-scale, scale) ("uniform"); the PAD
+        rows zero. "xavier": Xavier-uniform matrices (q/k/v projections: MultiHeadAttention.init_projections), zero
+        biases, embeddings N(0, e^-1/2) (fairseq-like; our choice), then each part's own initialisation."""
         scale = self.options.weight_init_scale
         if self.options.weight_init != "xavier":
             with torch.no_grad():
@@ -215,6 +229,8 @@ class EncoderDecoder(Seq2Seq):
                         nn.init.normal_(p, 0.0, scale)
                     else:
                         nn.init.zeros_(p)
+                if self.options.weight_init == "dl4mt":
+                    orthogonal_square_blocks(self)
                 for table in (self.src_embed, self.tgt_embed):
                     table.weight[PAD].zero_()
             return

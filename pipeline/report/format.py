@@ -175,11 +175,15 @@ def is_standin(facts: dict, columns: tuple[str, ...]) -> bool:
     return any(facts.get("corpora", {}).get(col, "").startswith("standin-") for col in columns)
 
 
+RESAMPLING_TESTS = ("paired_bootstrap", "approximate_randomization")  # the tests that use n_samples and seed
+
+
 def stat_test_text(facts: dict) -> str:
-    """'paired bootstrap resampling, 1000 samples, seed 12345' from facts['significance']."""
+    """'paired bootstrap resampling, 1000 samples, seed 12345' ('paired t-test': no samples) from
+    facts['significance']."""
     sig = facts["significance"]
     name = TEST_NAMES.get(sig["test"], str(sig["test"]).replace("_", " "))
-    return f"{name}, {sig['n_samples']} samples, seed {sig['seed']}"
+    return f"{name}, {sig['n_samples']} samples, seed {sig['seed']}" if sig["test"] in RESAMPLING_TESTS else name
 
 
 def analysis(facts: dict, kind: str, keys: tuple[str, ...] = ()) -> dict:

@@ -5,6 +5,11 @@ localrules:
     fetch,  # downloads run on the submit host: cluster compute nodes often have no internet
 
 
+def test_sets_option(corpus):
+    """--test-sets when the corpus has several (those its source lacks are cut from its test split), else nothing."""
+    return "" if corpus.test_sets == ("test",) else "--test-sets " + " ".join(corpus.test_sets)
+
+
 rule fetch:
     output:
         directory(f"{R}/data/{{corpus}}/raw"),
@@ -13,13 +18,14 @@ rule fetch:
         manual=q(P.manual),
         cache=P.downloads,
         seed=P.seed,
+        test_sets=lambda wc: test_sets_option(P.corpora[wc.corpus]),
     log:
         f"{R}/logs/fetch/{{corpus}}.log",
     shell:
         "python -m pipeline fetch --source {params.corpus.source} --src {params.corpus.src} "
         "--tgt {params.corpus.tgt} --out {output} --cache {params.cache} --manual {params.manual} "
         "--seed {params.seed} --valid-size {params.corpus.valid_size} --test-size {params.corpus.test_size} "
-        "> {log} 2>&1"
+        "{params.test_sets} > {log} 2>&1"
 
 
 rule tokenize:

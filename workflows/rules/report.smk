@@ -1,5 +1,8 @@
 # Per table or figure: significance of proposed rows against their baselines, the analyses the table asks for, then
 # the paper's layout. What a table derives lives in artifacts/<scale>/tables/<name>/ (its DVC stage's output).
+import glob
+
+from pipeline.analyses import PER_COLUMN
 from pipeline.data.registry import get_corpus
 
 
@@ -21,25 +24,37 @@ def test_set(table, system):
     return P.tables[table].test_sets[position(table, system)[1]]
 
 
+def tested_cell(table, system, split):
+    """The (row, column) where `system` is tested on test set `split` (a system may fill several columns)."""
+    spec = P.tables[table]
+    found = [(row, col) for row, by_col in spec.cells.items() for col, name in by_col.items()
+             if name == system and spec.test_sets[col] == split and spec.baseline(row, col)]
+    if not found:
+        raise ValueError(f"{system} is not tested on {split} in table {table}")
+    return found[0]
+
+
 def significance_inputs(wildcards):
     spec = P.tables[wildcards.table]
-    row, col = position(wildcards.table, wildcards.system)
+    row, col = tested_cell(wildcards.table, wildcards.system, wildcards.split)
     metric, _ = spec.tested()
-    split = spec.test_sets[col]
-    return {"system": score_file(wildcards.system, split, metric),
-            "baseline": score_file(spec.baseline(row, col), split, metric)}
+    return {"system": score_file(wildcards.system, wildcards.split, metric),
+            "baseline": score_file(spec.baseline(row, col), wildcards.split, metric)}
 
 
 rule significance:
     input:
         unpack(significance_inputs),
     output:
-        f"{R}/tables/{{table}}/significance/{{system}}.json",
+        f"{R}/tables/{{table}}/significance/{{system}}.{{split}}.json",
+    wildcard_constraints:
+        system=r"[^./]+",
+        split=r"test[^./]*",
     params:
         settings=lambda wc: q({k: getattr(P.tables[wc.table].significance, k) for k in ("test", "n_samples", "seed")}),
         field=lambda wc: P.tables[wc.table].tested()[1],
     log:
-        f"{R}/logs/significance/{{table}}/{{system}}.log",
+        f"{R}/logs/significance/{{table}}/{{system}}.{{split}}.log",
     shell:
         "python -m pipeline significance --baseline {input.baseline} --system {input.system} "
         "--settings {params.settings} --field '{params.field}' --output {output} > {log} 2>&1"
@@ -109,6 +124,82 @@ rule analysis_patterns:
         f"{R}/logs/patterns/{{table}}/{{system}}.log",
     shell:
         "python -m pipeline patterns --model {input} --size {params.size} --output {output} > {log} 2>&1"
+
+
+rule analysis_previous_words:
+    input:
+        unpack(test_data),
+    output:
+        f"{R}/tables/{{table}}/previous_words/{{system}}.json",
+    params:
+        settings=lambda wc: q(analysis(wc.table, "previous_words")),
+    threads: 1
+    log:
+        f"{R}/logs/previous_words/{{table}}/{{system}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline previous-words --model {input.model} --src {input.src} "
+        "--tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --settings {params.settings} "
+        "--output {output} > {log} 2>&1"
+
+
+rule analysis_perplexity:
+    input:
+        unpack(test_data),
+    output:
+        f"{R}/tables/{{table}}/perplexity/{{system}}.json",
+    params:
+        settings=lambda wc: analysis(wc.table, "perplexity"),
+    threads: 1
+    log:
+        f"{R}/logs/perplexity/{{table}}/{{system}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline perplexity --model {input.model} --src {input.src} "
+        "--tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
+        "--sentences {params.settings[sentences]} --batch-size {params.settings[batch_size]} --output {output} "
+        "> {log} 2>&1"
+
+
+def ranking_inputs(wildcards):
+    """The column's systems' test translations, its corpus's raw test set, and any filled-in sheets."""
+    spec = P.tables[wildcards.table]
+    systems = {row: by_col[wildcards.column] for row, by_col in spec.cells.items() if wildcards.column in by_col}
+    split = spec.test_sets[wildcards.column]
+    corpus = P.corpus_of(next(iter(systems.values())))
+    sheets = analysis(wildcards.table, "ranking")["sheets"]
+    filled = sorted(glob.glob(f"{sheets}/{wildcards.column}*.tsv")) if sheets else []
+    return {"hyps": [hyp(system, split) for system in systems.values()], "raw": data(corpus.name, "raw"),
+            "filled": filled}
+
+
+def ranking_hyps(wildcards, input):
+    spec = P.tables[wildcards.table]
+    rows = [row for row, by_col in spec.cells.items() if wildcards.column in by_col]
+    return " ".join(f"--hyp {row}={path}" for row, path in zip(rows, input.hyps))
+
+
+rule analysis_ranking:
+    input:
+        unpack(ranking_inputs),
+    output:
+        result=f"{R}/tables/{{table}}/ranking/{{column}}.json",
+        sheet=f"{R}/tables/{{table}}/ranking/{{column}}.sheet.tsv",
+        key=f"{R}/tables/{{table}}/ranking/{{column}}.key.json",
+    wildcard_constraints:
+        column=r"[^./]+",
+    params:
+        hyps=ranking_hyps,
+        settings=lambda wc: analysis(wc.table, "ranking"),
+        split=lambda wc: P.tables[wc.table].test_sets[wc.column],
+        corpus=lambda wc: P.corpus_of(next(by_col[wc.column] for by_col in P.tables[wc.table].cells.values()
+                                           if wc.column in by_col)),
+        filled=lambda wc, input: " ".join(["--filled"] + list(input.filled)) if input.filled else "",
+    log:
+        f"{R}/logs/ranking/{{table}}/{{column}}.log",
+    shell:
+        "python -m pipeline ranking {params.hyps} --src {input.raw}/{params.split}.{params.corpus.src} "
+        "--ref {input.raw}/{params.split}.{params.corpus.tgt} --sentences {params.settings[sentences]} "
+        "--seed {params.settings[seed]} --sheet {output.sheet} --key {output.key} {params.filled} "
+        "--output {output.result} > {log} 2>&1"
 
 
 def machine_cores():
@@ -192,10 +283,11 @@ def cell_files(table):
             cell = {"system": system,
                     "scores": {m: score_file(system, split, m) for m in spec.metrics()},
                     "train": [f"{model_dir(m)}/train.json" for m in P.members(system)],
-                    "analyses": {kind: f"{R}/tables/{table}/{kind}/{system}.json" for kind in spec.analyses}}
+                    "analyses": {kind: f"{R}/tables/{table}/{kind}/{col if kind in PER_COLUMN else system}.json"
+                                 for kind in spec.analyses}}
             baseline = spec.baseline(row, col)
             if baseline is not None:
-                cell["significance"] = f"{R}/tables/{table}/significance/{system}.json"
+                cell["significance"] = f"{R}/tables/{table}/significance/{system}.{split}.json"
                 cell["baseline"] = {"system": baseline,
                                     "scores": {m: score_file(baseline, split, m) for m in spec.metrics()},
                                     "train": [f"{model_dir(m)}/train.json" for m in P.members(baseline)]}
