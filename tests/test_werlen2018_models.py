@@ -198,3 +198,27 @@ def test_weight_init_normal_and_uniform():
     m = build_model({**RNN, "weight_init": "uniform", "weight_init_scale": 0.1}, 30, 30)
     values = torch.cat([p.flatten() for p in m.parameters()])
     assert values.abs().max() <= 0.1 and values.abs().max() > 0.09 and values.std() > 0.05
+
+
+@pytest.mark.parametrize("variant", [{"summary": "attention"}, {"summary": "mean"}, {"state_attention": "memory"},
+                                     {"state_attention": "self"}])
+def test_beam_search_carries_and_reorders_the_previous_words(variant):
+    """The state holds each hypothesis's previous embeddings (or states): the cached search equals a stateless one,
+    and a search whose reorder is removed gives other translations."""
+    from test_search import Recompute, sources
+
+    from pipeline.models.seq2seq import index_batch
+    from pipeline.search import beam_search
+    src, kwargs = sources(13), dict(beam=3, max_len_a=1.0, max_len_b=5, alpha=0.6)
+    for seed in range(10):
+        torch.manual_seed(seed)
+        model = build_model({**RNN, "embed": 8, "hidden": 8, **variant}, 13, 13).eval()
+        cached = beam_search(model, src, **kwargs)
+        assert cached == beam_search(Recompute(model), src, **kwargs)
+        # the reorder removed: states are still expanded to the beams (and dropped with finished sentences),
+        # but each slot keeps its own state when the hypotheses are re-ranked
+        model.reorder_state = lambda state, order: index_batch(
+            state, torch.arange(len(order)) if len(order) == len(state["s"]) else order)
+        if beam_search(model, src, **kwargs) != cached:
+            return
+    raise AssertionError("no seed in 0..9 where skipping the reorder changes the search: the test cannot fail")

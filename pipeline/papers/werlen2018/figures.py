@@ -26,6 +26,25 @@ def _check(cell, where: str, column: str) -> None:
     for key in ("fig2", "fig3", "fig4", "n_sentences", "max_distance"):
         if key not in cell["previous_words"]:
             raise PipelineError(f"{where}.previous_words: missing '{key}'")
+    for key in ("fig2", "fig3"):
+        if cell["previous_words"][key] is None:
+            raise PipelineError(f"{where}.previous_words.{key}: None (the model has no attention to previous "
+                                "words); expected a system with previous-word attention")
+
+
+def _require(cells: dict, rows: tuple[str, ...]) -> None:
+    """Every row's Es-En cell is there (the figure compares them), with the same relative positions (Figure 2)."""
+    for row in rows:
+        if COLUMN not in cells.get(row, {}):
+            raise PipelineError(f"cells.{row}.{COLUMN}: missing; expected the previous_words analysis of "
+                                f"{', '.join(rows)}")
+    distance = cells[rows[0]][COLUMN]["previous_words"]["fig2"]["distance"]
+    for row in rows:
+        fig2 = cells[row][COLUMN]["previous_words"]["fig2"]
+        if fig2["distance"] != distance or len(fig2["shares"]) != len(distance):
+            raise PipelineError(f"cells.{row}.{COLUMN}.previous_words.fig2: {len(fig2['shares'])} shares at "
+                                f"positions {fig2['distance']}; expected one share at each of {distance} (the "
+                                f"same max_distance for every model)")
 
 
 def _analysis(cells: dict, row: str) -> dict:
@@ -51,6 +70,7 @@ def fig2(cells: dict, facts: dict) -> tuple[Table, Figure]:
     """Figure 2: per relative position -1..-D, the share of predictions whose most attended previous word is there
     (normalised by the predictions that had a word that far back: previous_words.relative_position_shares)."""
     check_cells(cells, ROWS, (COLUMN,), _check)
+    _require(cells, ROWS)
     shares = {r: _analysis(cells, r)["fig2"]["shares"] for r in ROWS}
     distance = _analysis(cells, ROWS[0])["fig2"]["distance"]
     rows = [[str(d)] + ["" if shares[r][i] is None else f"{100 * shares[r][i]:.1f}" for r in ROWS]
@@ -73,6 +93,7 @@ def fig3(cells: dict, facts: dict) -> tuple[Table, Figure]:
     """Figure 3: one sentence's attention to the previous words, per model (rows: the word predicted; columns: the
     previous words, <s> the zero vector y_0 or the state s_0)."""
     check_cells(cells, ROWS, (COLUMN,), _check)
+    _require(cells, ROWS)
     panels = {r: _analysis(cells, r)["fig3"] for r in ROWS}
     first = panels[ROWS[0]]
     out = []
@@ -150,6 +171,7 @@ def fig4(cells: dict, facts: dict) -> tuple[Table, Figure]:
     """Figure 4 and Algorithm 1: binary trees from the self-attentive residual model's attention to the previous
     words, and their unlabelled bracketing precision/recall against gold parses where given."""
     check_cells(cells, (TREES_ROW,), (COLUMN,), _check)
+    _require(cells, (TREES_ROW,))
     result = _analysis(cells, TREES_ROW)
     trees = [t for t in result["fig4"] or [] if t["tree"]]
     rows = [[str(t["sentence"] + 1), t["tree"]] for t in trees]

@@ -86,7 +86,7 @@ def table1(cells: dict, facts: dict) -> Table:
         paper_params = next((c.params for c in row.cells.values() if c.params), None)
         ours = cells.get(row.row_id, {})
         params = {c.get("params") for c in ours.values()}
-        out = [row.system, paper_params or "–", " / ".join(format_params(p) for p in sorted(params) if p) or ""]
+        out = [row.system, paper_params or "–", " / ".join(format_params(p) for p in sorted(p for p in params if p))]
         for pair in pairs:
             out += [_paper(row.cells[pair]), _ours(cells, row.row_id, pair)]
         rows.append(out)
@@ -130,6 +130,7 @@ def table3(cells: dict, facts: dict) -> Table:
     """Table 3: NIST BLEU of the baseline and the two residual decoders on En-De NT14-16, marked against the
     baseline (* p < 0.05, ** p < 0.01; the paper marks whole rows, we mark each test set)."""
     columns, rows = _bleu_table(WERLEN2018_TABLE3, cells, WERLEN2018_MARKS, WERLEN2018_TABLE3_MARKS)
+    check_facts(facts, ("scale", "corpora", "test_sets", "signatures"))
     extra = ["Winning WMT, NMT (BPE), Syntax NMT: as printed (not rebuilt)"]
     if facts.get("significance"):
         extra.insert(0, f"significance (ours): {stat_test_text(facts)}, one-tailed, over sentence-level BLEU "
@@ -189,7 +190,7 @@ def table6(cells: dict, facts: dict) -> Table:
 # ------------------------------------------------------------------ Table 5
 def _check_ranking(cell, where: str, column: str) -> None:
     check_keys(cell, where, ("ranking",), ("system",))
-    for key in ("sheet", "key", "items", "systems", "tally"):
+    for key in ("sheet", "key", "items", "systems", "filled", "tally"):
         if key not in (cell["ranking"] or {}):
             raise PipelineError(f"{where}.ranking: missing '{key}'")
 
@@ -214,7 +215,13 @@ def table5(cells: dict, facts: dict) -> Table:
     directions = ("en-zh", "es-en", "en-de")
     check_cells(cells, ("baseline", "mean", "self-attentive"), directions, _check_ranking)
     check_facts(facts, ("scale", "corpora"))
-    results = {d: next(iter(cells[row][d]["ranking"] for row in cells if d in cells[row])) for d in directions}
+    results = {}
+    for d in directions:
+        found = [cells[row][d]["ranking"] for row in cells if d in cells[row]]
+        if not found:
+            raise PipelineError(f"cells.baseline.{d}: missing; expected the ranking analysis of every direction "
+                                f"({', '.join(directions)})")
+        results[d] = found[0]
     rows = []
     for first, second in WERLEN2018_TABLE5_PAIRS:
         out = [f"{LABELS[first].lstrip('+ ')} vs. {LABELS[second].lstrip('+ ')}"]
