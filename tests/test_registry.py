@@ -173,7 +173,7 @@ def test_registry_names_and_paper_entries():
     names = set(registry.CORPORA)
     assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
             "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
-    assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "l10n-", "standin-", "cnndm", "personachat"))
+    assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "wikilm-", "l10n-", "standin-", "cnndm", "personachat"))
                for n in names)
     ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
     assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task
@@ -191,6 +191,9 @@ def test_registry_names_and_paper_entries():
     assert [name for name, _ in ende16.task.eval_sets()] == ["valid", "test", "test-nt15", "test-nt16"]
     assert [s.test_set for _, s in ende16.task.eval_sets()] == ["wmt13", "wmt14/full", "wmt15", "wmt16"]
     assert enzh.manual_keys == ("un_en_zh_subset",) and "unpc-zh-en" not in names
+    lm = get_corpus("wikilm-lm-en")
+    assert (lm.src, lm.tgt, lm.manual_keys) == ("lm", "en", ("wikipedia_lm",))
+    assert lm.task.test.member("lm") == lm.task.test.member("en")  # the text on both sides
     assert get_corpus("toy-reorder").pretokenized and not get_corpus("l10n-en-de").pretokenized
     assert get_corpus("toy-copy").synthetic_task == "copy"
 

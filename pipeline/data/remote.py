@@ -372,10 +372,32 @@ UN_EN_ZH = RemoteTask(
     both_directions=False,
 )
 
+# A language-modelling corpus fits the parallel layout with its text on both sides: "lm" (the source a language model
+# never reads) and its language. werlen2018 7.3 uses Daniluk et al. (2016)'s Wikipedia corpus (22.5M words), which
+# we know no download for: user-supplied.
+WIKIPEDIA_LM = ManualFile(
+    "wikipedia_lm", "Daniluk et al. (2016)'s Wikipedia language-modelling corpus (22.5M words)",
+    "the corpus of Daniluk, Rocktaschel, Welbl and Riedel (2016), 'Frustratingly Short Attention Spans in Neural "
+    "Language Modeling' (from its authors; our choice: train.txt, valid.txt, test.txt, one sentence per line, in "
+    "one directory, then point the key at it)")
+
+
+def _lm_part(name: str, path: str) -> ParallelPart:
+    """One file as both sides: the "lm" source and the English text."""
+    return ParallelPart(name, (("lm", Member(WIKIPEDIA_LM, path)), ("en", Member(WIKIPEDIA_LM, path))))
+
+
+WIKIPEDIA_LM_EN = RemoteTask(
+    name="wikilm lm-en", langs=("lm", "en"), url="https://arxiv.org/abs/1702.04521",
+    train=(_lm_part("wikipedia-train", "train.txt"),),
+    valid=_lm_part("wikipedia-valid", "valid.txt"), test=_lm_part("wikipedia-test", "test.txt"),
+    both_directions=False,
+)
+
 REMOTE_TASKS: dict[str, RemoteTask] = {
     "wmt14-en-de": WMT14_EN_DE, "wmt17-zh-en": WMT17_ZH_EN, "wmt14-en-fr": WMT14_EN_FR, "wmt17-en-lv": WMT17_EN_LV,
     "wmt17-en-fi": WMT17_EN_FI, "wmt17-en-tr": WMT17_EN_TR, "nist12-zh-en": NIST12_ZH_EN,
-    "wmt13-es-en": WMT13_ES_EN, "wmt16-en-de": WMT16_EN_DE, "unpc-en-zh": UN_EN_ZH}
+    "wmt13-es-en": WMT13_ES_EN, "wmt16-en-de": WMT16_EN_DE, "unpc-en-zh": UN_EN_ZH, "wikilm-lm-en": WIKIPEDIA_LM_EN}
 
 
 # --- Building ----------------------------------------------------------------------------------------

@@ -159,22 +159,19 @@ rule analysis_perplexity:
         "> {log} 2>&1"
 
 
+def column_systems(table, column):
+    """row -> system of one column of a table, in row order."""
+    return {row: by_col[column] for row, by_col in P.tables[table].cells.items() if column in by_col}
+
+
 def ranking_inputs(wildcards):
     """The column's systems' test translations, its corpus's raw test set, and any filled-in sheets."""
-    spec = P.tables[wildcards.table]
-    systems = {row: by_col[wildcards.column] for row, by_col in spec.cells.items() if wildcards.column in by_col}
-    split = spec.test_sets[wildcards.column]
-    corpus = P.corpus_of(next(iter(systems.values())))
+    systems = column_systems(wildcards.table, wildcards.column)
+    split = P.tables[wildcards.table].test_sets[wildcards.column]
     sheets = analysis(wildcards.table, "ranking")["sheets"]
     filled = sorted(glob.glob(f"{sheets}/{wildcards.column}*.tsv")) if sheets else []
-    return {"hyps": [hyp(system, split) for system in systems.values()], "raw": data(corpus.name, "raw"),
-            "filled": filled}
-
-
-def ranking_hyps(wildcards, input):
-    spec = P.tables[wildcards.table]
-    rows = [row for row, by_col in spec.cells.items() if wildcards.column in by_col]
-    return " ".join(f"--hyp {row}={path}" for row, path in zip(rows, input.hyps))
+    return {"hyps": [hyp(system, split) for system in systems.values()],
+            "raw": data(P.corpus_of(next(iter(systems.values()))).name, "raw"), "filled": filled}
 
 
 rule analysis_ranking:
@@ -187,11 +184,11 @@ rule analysis_ranking:
     wildcard_constraints:
         column=r"[^./]+",
     params:
-        hyps=ranking_hyps,
+        hyps=lambda wc, input: " ".join(f"--hyp {row}={path}"
+                                        for row, path in zip(column_systems(wc.table, wc.column), input.hyps)),
         settings=lambda wc: analysis(wc.table, "ranking"),
         split=lambda wc: P.tables[wc.table].test_sets[wc.column],
-        corpus=lambda wc: P.corpus_of(next(by_col[wc.column] for by_col in P.tables[wc.table].cells.values()
-                                           if wc.column in by_col)),
+        corpus=lambda wc: P.corpus_of(next(iter(column_systems(wc.table, wc.column).values()))),
         filled=lambda wc, input: " ".join(["--filled"] + list(input.filled)) if input.filled else "",
     log:
         f"{R}/logs/ranking/{{table}}/{{column}}.log",
