@@ -29,6 +29,7 @@ T = {"encoder": "transformer", "decoder": "transformer"}
 R = {"encoder": "recurrence", "decoder": "recurrence"}
 MC = {"encoder": "multicolumn", "decoder": "transformer"}
 RNN = {"encoder": "birnn", "decoder": "cgru"}
+RNMT = {"encoder": "rnmt", "decoder": "cgru", "readout": "maxout"}
 SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=2, dropout=0.1, attention_dropout=0.1)
 SMALL_RNN = dict(embed=12, hidden=10, dropout=0.1)
 VARIANTS = {
@@ -61,6 +62,12 @@ VARIANTS = {
     "attentive-residual-scope": {**RNN, "summary": "attention", "summary_score": "content_scope"},
     "memory-rnn": {**RNN, "state_attention": "memory"},
     "self-attentive-rnn": {**RNN, "state_attention": "self", "attention_dim": 7},
+    # zhang2018's RNNsearch, RNNsearch* (cgru, maxout readout) and RNMT (tests/test_zhang2018_models.py: equations)
+    "rnnsearch": {**RNN, "decoder": "rnnsearch"},
+    "rnnsearch-star": {**RNN, "readout": "maxout"},
+    "rnmt": {**RNMT, "hidden": 12, "rn_widths": [1, 3], "rn_channels": [4, 6], "rn_hidden": 8},
+    "rnmt-rnnsearch-tanh": {**RNMT, "decoder": "rnnsearch", "readout": "tanh", "hidden": 12, "rn_widths": [3],
+                            "rn_channels": [5], "rn_hidden": 6, "rn_gp_layers": 1, "rn_mlp_layers": 1},
 }
 V_SRC, V_TGT = 11, 13
 SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
@@ -68,7 +75,8 @@ SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
 
 def spec_of(name, **override):
     """The flat spec of a small variant."""
-    return {**(SMALL_RNN if VARIANTS[name]["encoder"] == "birnn" else SMALL), **VARIANTS[name], **override}
+    rnn = VARIANTS[name]["encoder"] in ("birnn", "rnmt")
+    return {**(SMALL_RNN if rnn else SMALL), **VARIANTS[name], **override}
 
 
 def make(name, seed=0, **override):
@@ -177,6 +185,8 @@ COPY_VARIANTS = {
     "synr": dict(COPY, **T, enc_self_attn="synr", dec_self_attn="synr", ran_max_len=64),
     "dl4mt": dict(RNN, embed=64, hidden=64, dropout=0.0),
     "attentive-residual": dict(RNN, embed=64, hidden=64, dropout=0.0, summary="attention"),
+    "rnnsearch": dict(RNN, decoder="rnnsearch", embed=64, hidden=64, dropout=0.0),
+    "rnmt": dict(RNMT, embed=64, hidden=64, dropout=0.0, rn_widths=[1, 3], rn_channels=[32, 32], rn_hidden=32),
 }
 
 
@@ -589,7 +599,7 @@ def error(spec, v_src=V_SRC, v_tgt=V_TGT):
 
 @pytest.mark.parametrize("spec,words", [
     ({"encoder": "transfomer", "decoder": "transformer"},
-     ["encoder 'transfomer'", "did you mean 'transformer'", "multicolumn, none, recurrence, transformer"]),
+     ["encoder 'transfomer'", "did you mean 'transformer'", "multicolumn, none, recurrence, rnmt, transformer"]),
     ({"encoder": "transformer", "decoder": "recurence"}, ["decoder 'recurence'", "did you mean 'recurrence'"]),
     ({"decoder": "transformer"}, ["missing 'encoder'", "transformer"]),
     ({"encoder": "transformer"}, ["missing 'decoder'"]),

@@ -1,5 +1,6 @@
 """dl4mt's conditional-GRU decoder (werlen2018 A.3) and werlen2018's variants: the mean and self-attentive residual
-connections (sec. 4, eq. 8-13, A.3.1), the Memory RNN (5.1, A.3.2) and the Self-attentive RNN (5.2, A.3.3).
+connections (sec. 4, eq. 8-13, A.3.1), the Memory RNN (5.1, A.3.2) and the Self-attentive RNN (5.2, A.3.3); with the
+maxout readout, zhang2018's RNNsearch* (sec. 5.2, eq. 13).
 
 The first target input y_0 is a zero vector, not an embedding (previous_word_summary.zero_first), so that d_1 = 0 in
 the residual variants.
@@ -16,12 +17,32 @@ from pipeline.models.layers import Dropout, masked_mean
 from pipeline.models.previous_word_summary import PreviousWordSummary, summarise, summarise_step, zero_first
 from pipeline.models.seq2seq import Decoder, register_decoder
 
+
+def readout_units(embed: int, readout: str) -> int:
+    """Size of the readout's pre-activation: embed for tanh, 2 x embed for maxout (pairs pooled to embed)."""
+    return 2 * embed if readout == "maxout" else embed
+
+
+def activate_readout(pre: Tensor, readout: str) -> Tensor:
+    """tanh, or maxout with pool 2 over adjacent units (Bahdanau et al. 2015 A.2.2; zhang2018's RNNsearch*):
+    pre [...,u] -> [...,u] (tanh) or [...,u/2] (maxout: max(pre_2k, pre_2k+1))."""
+    if readout == "maxout":
+        return pre.unflatten(-1, (-1, 2)).amax(-1)
+    return torch.tanh(pre)
+
+
+def initial_state(init_state: nn.Linear, memory: dict[str, Tensor]) -> Tensor:
+    """s_0 = tanh(W_init mean(H) + b) over the non-padding source positions (dl4mt; werlen2018 A.3): [B,h]."""
+    return torch.tanh(init_state(masked_mean(memory["enc"], memory["enc_pad"])))
+
+
 @register_decoder("cgru")
 class CGRUDecoder(Decoder):
     """Embedded targets [B,T,e] + memory {"enc" [B,S,c], "enc_pad"} -> readout features [B,T,e].
 
     s_0 = tanh(W_init mean(H)) over the non-padding positions (A.3); s_t = cGRU(y_{t-1}, s_{t-1}, H) (A.3);
-    readout tanh(W_st s_t + W_r r_t + W_ct c_t [+ W_mt s~_t]) -> dropout, r_t = E[y_{t-1}] or d_t (eq. 8).
+    readout tanh(W_st s_t + W_r r_t + W_ct c_t [+ W_mt s~_t]) -> dropout, r_t = E[y_{t-1}] or d_t (eq. 8); or, with
+    readout "maxout", the same sum over 2 x e units max-pooled in pairs (zhang2018's RNNsearch*).
     """
 
     def __init__(self, options: CGRUDecoderOptions, memory_dims):
@@ -29,23 +50,24 @@ class CGRUDecoder(Decoder):
         o, context = options, memory_dims["enc"]
         self.init_state = nn.Linear(context, o.hidden)
         self.cell = ConditionalGRU(o.embed, o.hidden, context, o.attention_dim or context)
-        self.readout_state = nn.Linear(o.hidden, o.embed)  # W_st
-        self.readout_words = nn.Linear(o.embed, o.embed)  # W_yt (previous word) or W_dt (summary d_t)
-        self.readout_context = nn.Linear(context, o.embed)  # W_ct
+        units = readout_units(o.embed, o.readout)
+        self.readout_state = nn.Linear(o.hidden, units)  # W_st
+        self.readout_words = nn.Linear(o.embed, units)  # W_yt (previous word) or W_dt (summary d_t)
+        self.readout_context = nn.Linear(context, units)  # W_ct
         self.summary = (PreviousWordSummary(o.embed, o.hidden, o.summary_score == "content_scope")
                         if o.summary == "attention" else None)
         # Memory RNN / Self-attentive RNN: e_ti = v^T tanh(W_m s_i + W_s s) over s_0..s_{t-1} (A.3.2-3); s_0 is
         # included so that the first step has a state to attend (our choice)
         self.state_attention = (AdditiveAttention(o.hidden, o.hidden, o.hidden)
                                 if o.state_attention != "none" else None)
-        self.readout_memory = nn.Linear(o.hidden, o.embed) if o.state_attention == "self" else None  # W_mt
+        self.readout_memory = nn.Linear(o.hidden, units) if o.state_attention == "self" else None  # W_mt
         self.drop = Dropout(o.dropout)
 
     def _readout(self, s: Tensor, words: Tensor, c: Tensor, s_mem: Tensor | None) -> Tensor:
         out = self.readout_state(s) + self.readout_words(words) + self.readout_context(c)
         if self.readout_memory is not None:
             out = out + self.readout_memory(s_mem)
-        return self.drop(torch.tanh(out))
+        return self.drop(activate_readout(out, self.options.readout))
 
     def _words(self, y: Tensor, s: Tensor) -> Tensor:
         """r_t for every position: y [B,T,e] (y_0 = 0), s [B,T,h] -> [B,T,e]: E[y_{t-1}] or the summary d_t."""
@@ -76,7 +98,7 @@ class CGRUDecoder(Decoder):
 
     def _start(self, memory: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         """s_0 and the previous-state memory holding it (state attention)."""
-        s0 = torch.tanh(self.init_state(masked_mean(memory["enc"], memory["enc_pad"])))
+        s0 = initial_state(self.init_state, memory)
         if self.state_attention is None:
             return s0, {}
         return s0, {"past": s0.unsqueeze(1), "past_keys": self.state_attention.project_keys(s0).unsqueeze(1)}

@@ -19,7 +19,9 @@ class CGRUDecoderOptions(DecoderOptions):
     v^T tanh(W_y y_i) (eq. 13) or "content_scope" v^T tanh(W_y y_i + W_s s_t) (eq. 12).
     state_attention: "none" | "memory" (Memory RNN, A.3.2: the recurrence reads an attention summary of the
     previous states instead of s_{t-1}) | "self" (Self-attentive RNN, A.3.3: that summary is a fourth readout term).
-    Defaults: werlen2018 6.2 (embeddings 500, hidden 1024, dropout 0.5 on the readout).
+    readout: "tanh" (dl4mt, werlen2018) | "maxout" (zhang2018's RNNsearch*: the linear maps have 2 x embed units and
+    adjacent pairs are max-pooled, Bahdanau et al. 2015 A.2.2).
+    Defaults: werlen2018 6.2 (embeddings 500, hidden 1024, dropout 0.5 on the readout, tanh).
     """
 
     embed: int = 500
@@ -29,6 +31,7 @@ class CGRUDecoderOptions(DecoderOptions):
     summary: Literal["previous", "mean", "attention"] = "previous"
     summary_score: Literal["content", "content_scope"] = "content"
     state_attention: Literal["none", "memory", "self"] = "none"
+    readout: Literal["tanh", "maxout"] = "tanh"
 
     @property
     def embed_dim(self) -> int:

@@ -184,6 +184,10 @@ def _check_type(key: str, value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         expected = "float"
+    elif hint == tuple[int, ...]:  # a YAML list of integers (e.g. zhang2018's convolution widths)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return tuple(value)
+        expected = "a list of ints"
     else:  # pragma: no cover - every option is one of the types above
         raise TypeError(f"unsupported option type {hint!r} for '{key}'")
     raise PipelineError(f"model option '{key}' for {where}: expected {expected}, got {type(value).__name__} {value!r}")
