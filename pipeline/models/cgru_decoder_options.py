@@ -8,6 +8,14 @@ from typing import Literal
 from pipeline.models.options import DecoderOptions, register_decoder_options, require
 
 
+def check_attention_decoder(o) -> None:
+    """The options every RNN decoder with additive attention has: embed, hidden, attention_dim, dropout."""
+    for key in ("embed", "hidden"):
+        require(getattr(o, key) >= 1, key, "a positive integer", getattr(o, key))
+    require(o.attention_dim >= 0, "attention_dim", "an integer >= 0 (0: the context size)", o.attention_dim)
+    require(0.0 <= o.dropout < 1.0, "dropout", "a probability in [0, 1)", o.dropout)
+
+
 @register_decoder_options("cgru")
 @dataclass
 class CGRUDecoderOptions(DecoderOptions):
@@ -42,11 +50,7 @@ class CGRUDecoderOptions(DecoderOptions):
         return self.embed  # the readout has the embedding size (W_o in R^{V x e}, werlen2018 A.3)
 
     def __post_init__(self) -> None:
-        for key in ("embed", "hidden"):
-            require(getattr(self, key) >= 1, key, "a positive integer", getattr(self, key))
-        require(self.attention_dim >= 0, "attention_dim", "an integer >= 0 (0: the context size)",
-                self.attention_dim)
-        require(0.0 <= self.dropout < 1.0, "dropout", "a probability in [0, 1)", self.dropout)
+        check_attention_decoder(self)
         require(self.summary == "attention" or self.summary_score == "content", "summary_score",
                 "'content' unless summary is 'attention' (only the self-attentive summary is scored)",
                 self.summary_score)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pipeline.models.options import DecoderOptions, register_decoder_options, require
+from pipeline.models.cgru_decoder_options import check_attention_decoder
+from pipeline.models.options import DecoderOptions, register_decoder_options
 
 
 @register_decoder_options("rnnsearch")
@@ -31,8 +32,4 @@ class RNNsearchDecoderOptions(DecoderOptions):
         return self.embed  # the readout has the embedding size (maxout pools 2 x embed units to embed)
 
     def __post_init__(self) -> None:
-        for key in ("embed", "hidden"):
-            require(getattr(self, key) >= 1, key, "a positive integer", getattr(self, key))
-        require(self.attention_dim >= 0, "attention_dim", "an integer >= 0 (0: the context size)",
-                self.attention_dim)
-        require(0.0 <= self.dropout < 1.0, "dropout", "a probability in [0, 1)", self.dropout)
+        check_attention_decoder(self)
