@@ -10,8 +10,10 @@ from pipeline.errors import PipelineError
 
 # kind -> setting -> (type, default); a default of None means required
 ANALYSES: dict[str, dict[str, tuple[type, object]]] = {
-    # BLEU by source (and target) length in tokenised words; bins [lo, hi] with hi null for the open last one
-    "length": {"by": (list, ["source"]), "bins": (list, None)},
+    # BLEU by source (and target) length in tokenised words; bins [lo, hi] with hi null for the open last one;
+    # `metric`: a registered metric whose score file's per-sentence stats are summed per bin (all references, its
+    # casing and tokenisation), "" for sacreBLEU against the first reference
+    "length": {"by": (list, ["source"]), "bins": (list, None), "metric": (str, "")},
     # probing classifiers on the mean of the top encoder layer; tasks from SentEval (paper) or built from text
     "probing": {"corpus": (str, None), "max_per_task": (int, 6000), "seed": (int, 1), "epochs": (int, 100),
                 "hidden": (int, 0), "lr": (float, 0.01)},
@@ -31,6 +33,10 @@ ANALYSES: dict[str, dict[str, tuple[type, object]]] = {
     # human ranking of a column's systems: blind sheets of `sentences` seeded test sentences (the key kept apart);
     # `sheets`: a directory of filled-in sheets <column>*.tsv to tally, "" for none yet
     "ranking": {"sentences": (int, 50), "seed": (int, 1), "sheets": (str, "")},
+    # alignment error rate of the attention's argmax links (teacher-forced on the references) against the gold links
+    # <split>.links of the corpus's raw directory (the first `sentences` pairs), and the word attention of the
+    # `shown` sentences (1-based)
+    "alignment": {"sentences": (int, 1_000_000), "batch_size": (int, 50), "shown": (list, [1, 2])},
 }
 # Kinds computed once per table column (over the column's systems) instead of once per system.
 PER_COLUMN = frozenset({"ranking"})
@@ -69,9 +75,14 @@ def _check_values(kind: str, s: dict) -> None:
             raise PipelineError(f"by: expected a list of 'source' and/or 'target', got {s['by']!r}")
         from pipeline.evaluate.length import check_bins
         check_bins([tuple(b) if isinstance(b, list) else b for b in s["bins"]])
+        if s["metric"]:
+            from pipeline.evaluate.metrics import get_metric
+            get_metric(s["metric"])
     if kind == "speed":
         for key in ("batch_sizes", "beams"):
             if not s[key] or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in s[key]):
                 raise PipelineError(f"{key}: expected a non-empty list of positive integers, got {s[key]!r}")
+    if kind == "alignment" and any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in s["shown"]):
+        raise PipelineError(f"shown: expected a list of 1-based sentence numbers, got {s['shown']!r}")
     if kind == "probing" and s["hidden"] < 0:
         raise PipelineError(f"hidden: expected an integer >= 0 (0: a linear probe), got {s['hidden']!r}")

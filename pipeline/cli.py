@@ -105,19 +105,35 @@ def cmd_clean(args) -> None:
 
 def cmd_learn_bpe(args) -> None:
     from pipeline.data.subword import learn_bpe
+    if len(args.langs) != len(args.inputs):
+        raise PipelineError(f"learn-bpe: {len(args.langs)} --langs but {len(args.inputs)} --inputs; expected one "
+                            f"training file per language")
     inputs = dict(zip(args.langs, map(Path, args.inputs)))
-    learn_bpe(inputs, Path(args.codes_dir), args.merges, args.joint)
+    sides = list(inputs) if args.sides is None else args.sides
+    unknown = [side for side in sides if side not in inputs]
+    if unknown:
+        raise PipelineError(f"learn-bpe: --sides {' '.join(unknown)}; expected languages of --langs "
+                            f"({' '.join(args.langs)})")
+    if args.joint and set(sides) != set(inputs):
+        raise PipelineError(f"learn-bpe: --joint with --sides {' '.join(sides) or '(none)'}; joint BPE is learnt on "
+                            f"every language, expected no --sides")
+    learn_bpe({lang: inputs[lang] for lang in sides}, Path(args.codes_dir), args.merges, args.joint)
 
 
 def cmd_apply_bpe(args) -> None:
-    from pipeline.data.subword import apply_bpe, codes_for
+    from pipeline.data.subword import apply_bpe, codes_for, copy_unsegmented
+    if args.copy:  # a side the corpus does not segment (its bpe_sides): the words as they are
+        copy_unsegmented(Path(args.codes_dir), args.side, Path(args.input), Path(args.output))
+        return
     apply_bpe(codes_for(Path(args.codes_dir), args.side), Path(args.input), Path(args.output))
 
 
 def cmd_vocab(args) -> None:
     from pipeline.data.vocab import Vocab
+    if args.vocab_size < 0:
+        raise PipelineError(f"vocab: --vocab-size {args.vocab_size}; expected an integer >= 0 (0: every type)")
     lines = [line for path in args.inputs for line in read_lines(path)]
-    Vocab.build(lines).save(args.output)
+    Vocab.build(lines, max_size=args.vocab_size or None).save(args.output)
 
 
 # ------------------------------------------------------------------------------------------- training
@@ -254,8 +270,19 @@ def cmd_length_bins(args) -> None:
     hyps, refs = read_lines(args.hyp), read_lines(args.ref)
     bins = [tuple(b) for b in settings["bins"]]
     by = {"source": args.src, "target": args.tgt}
-    result = {kind: bleu_by_length(read_lines(by[kind]), hyps, refs, tokenize=target_tokenizer(args.lang), bins=bins)
-              for kind in settings["by"]}
+    if settings.get("metric"):  # the score file's per-sentence stats, summed per bin
+        from pipeline.evaluate.length import score_by_length
+        from pipeline.evaluate.metrics import get_metric
+        scores = _read_json(args.scores) if args.scores else {}
+        if scores.get("metric") != settings["metric"]:
+            raise PipelineError(f"length-bins: --scores {args.scores or '(none)'} holds metric "
+                                f"{scores.get('metric')!r}; expected the score file of {settings['metric']!r}")
+        metric = get_metric(settings["metric"])
+        result = {kind: score_by_length(read_lines(by[kind]), scores["stats"], metric, bins=bins)
+                  for kind in settings["by"]}
+    else:
+        result = {kind: bleu_by_length(read_lines(by[kind]), hyps, refs, tokenize=target_tokenizer(args.lang),
+                                       bins=bins) for kind in settings["by"]}
     _write_json(args.output, result)
 
 
@@ -311,6 +338,22 @@ def cmd_perplexity(args) -> None:
     model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab,
                                            args.sentences)
     _write_json(args.output, perplexity(model, src_ids, tgt_ids, batch_size=args.batch_size))
+
+
+def cmd_alignment(args) -> None:
+    from pipeline.evaluate.alignment import alignment_analysis, read_gold
+    from pipeline.evaluate.source_attention import source_attention
+    settings = json.loads(args.settings)
+    model, _, src_ids, tgt_ids = _test_ids(args.model, args.src, args.tgt, args.src_vocab, args.tgt_vocab,
+                                           settings["sentences"])
+    src_lines, tgt_lines = read_lines(args.src)[:len(src_ids)], read_lines(args.tgt)[:len(tgt_ids)]
+    gold = read_gold(read_lines(args.gold)[:settings["sentences"]], args.gold)
+    if len(gold) != len(src_ids):
+        raise PipelineError(f"{args.gold}: {len(gold)} gold lines for {len(src_ids)} test pairs used; expected one "
+                            "per test pair (a model with a length limit may have dropped pairs)")
+    matrices = source_attention(model, src_ids, tgt_ids, batch_size=settings["batch_size"])
+    _write_json(args.output, alignment_analysis(matrices, src_lines, tgt_lines, gold, shown=settings["shown"],
+                                                where=args.gold))
 
 
 def cmd_ranking(args) -> None:
@@ -412,7 +455,8 @@ def cmd_describe(args) -> None:
     if args.experiment not in params.experiments:
         raise PipelineError(f"unknown experiment '{args.experiment}'; defined: {', '.join(params.experiments)}")
     exp = params.experiments[args.experiment]
-    vocab = args.vocab or params.corpora[exp.corpus].bpe_merges  # our approximation when no vocabulary is built yet
+    corpus = params.corpora[exp.corpus]  # our approximation when no vocabulary is built yet: its cap, else the merges
+    vocab = args.vocab or corpus.vocab_size or corpus.bpe_merges
 
     def count(name: str) -> int:
         with torch.device("meta"):  # shapes only: paper-size models cost no memory
@@ -488,21 +532,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-ratio", type=float, default=None)
 
     p = step("learn-bpe", cmd_learn_bpe, "learn BPE codes (joint or one per language)")
-    p.add_argument("--langs", nargs=2, required=True)
-    p.add_argument("--inputs", nargs=2, required=True)
+    p.add_argument("--langs", nargs="+", required=True)
+    p.add_argument("--inputs", nargs="+", required=True, help="one training file per --langs entry")
     p.add_argument("--codes-dir", required=True)
     p.add_argument("--merges", type=int, required=True)
     p.add_argument("--joint", action="store_true")
+    p.add_argument("--sides", nargs="*", default=None,
+                   help="learn codes for these languages only (default: all; none given: no codes at all); "
+                        "apply-bpe --copy passes the others through")
 
     p = step("apply-bpe", cmd_apply_bpe, "segment a tokenised file into subwords")
     p.add_argument("--codes-dir", required=True)
     p.add_argument("--side", required=True, help="the language key the codes were learnt under")
     p.add_argument("--input", required=True)
     p.add_argument("--output", required=True)
+    p.add_argument("--copy", action="store_true", help="a side without BPE: copy the input unchanged")
 
     p = step("vocab", cmd_vocab, "build a vocabulary from subword files (several files: a joint vocabulary)")
     p.add_argument("--inputs", nargs="+", required=True)
     p.add_argument("--output", required=True)
+    p.add_argument("--vocab-size", type=int, default=0,
+                   help="keep the N most frequent types, ties alphabetical (the rest map to <unk>); 0: every type")
 
     p = step("train", cmd_train, "train one system (resumes from its run directory)")
     p.add_argument("--spec", required=True, help="JSON: experiment, model, recipe, seed, init")
@@ -544,6 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = step("length-bins", cmd_length_bins, "BLEU by source and/or target length bins")
     for name in ("--src", "--tgt", "--hyp", "--ref", "--lang", "--output", "--settings"):
         p.add_argument(name, required=True)
+    p.add_argument("--scores", default="", help="the score file of the settings' metric (its per-sentence stats)")
 
     p = step("attention", cmd_attention, "self-attention entropy, histograms and JS divergence on the test set")
     for name in ("--model", "--src", "--tgt", "--src-vocab", "--tgt-vocab", "--output"):
@@ -561,6 +612,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--sentences", type=int, default=1_000_000, help="the first N test sentences")
     p.add_argument("--batch-size", type=int, default=50)
+
+    p = step("alignment", cmd_alignment, "alignment error rate of the attention's argmax links against gold "
+             "alignments (teacher-forced on the references), and the word attention of chosen sentences")
+    for name in ("--model", "--src", "--tgt", "--src-vocab", "--tgt-vocab", "--gold", "--output", "--settings"):
+        p.add_argument(name, required=True)
 
     p = step("ranking", cmd_ranking, "blind human-ranking sheets of several systems' translations (the key kept "
              "apart), and the pairwise tally of filled-in sheets")
@@ -606,7 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("experiment")
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--scale", choices=("tiny", "paper"))
-    p.add_argument("--vocab", type=int, default=None, help="vocabulary size per side (default: the BPE merges)")
+    p.add_argument("--vocab", type=int, default=None,
+                   help="vocabulary size per side (default: the corpus's vocab_size, else its BPE merges)")
     return parser
 
 

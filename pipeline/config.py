@@ -28,7 +28,9 @@ DECODING_KEYS = {"beam": int, "length": str, "length_penalty": float, "batch_siz
 LENGTH_MODES = ("penalty", "normalize", "none")
 SIGNIFICANCE_KEYS = {"test": str, "n_samples": int, "seed": int}
 CORPUS_KEYS = {"src": str, "tgt": str, "source": str, "max_len": int, "bpe_merges": int, "joint_bpe": bool,
-               "joint_vocab": bool, "truecase": bool, "valid_size": int, "test_size": int, "test_sets": list}
+               "joint_vocab": bool, "truecase": bool, "valid_size": int, "test_size": int, "test_sets": list,
+               "bpe_sides": list, "vocab_size": int}
+SIDES = ("src", "tgt")
 SYSTEM_KEYS = ("corpus", "model", "recipe", "init", "options", "decoding")
 TRAIN_FIELDS = ("n_params", "steps_per_s", "tokens_per_s", "wall_time_s", "steps", "epochs", "best_valid_nll")
 
@@ -49,6 +51,8 @@ class Corpus:
     valid_size: int = 500
     test_size: int = 1000
     test_sets: tuple = ("test",)
+    bpe_sides: tuple = SIDES    # the sides BPE segments ("src", "tgt" order); the others keep their words
+    vocab_size: int = 0         # the most frequent types kept per vocabulary (the rest map to <unk>); 0: every type
 
 
 @dataclass(frozen=True)
@@ -563,7 +567,23 @@ def _corpus(r: _Reader, paper: str, name: str, spec: Any) -> Corpus:
             r.fail(f"{key}.test_sets", f"expected a non-empty list of split names starting with 'test' (test, "
                                        f"test-nt15, ...), got {sets!r}")
         values["test_sets"] = tuple(sets)
+    if "bpe_sides" in values:
+        values["bpe_sides"] = _bpe_sides(r, f"{key}.bpe_sides", values["bpe_sides"], values["joint_bpe"])
+    if values.get("vocab_size", 0) < 0:
+        r.fail(f"{key}.vocab_size", f"expected an integer >= 0 (the most frequent types kept; 0: every type), "
+                                    f"got {values['vocab_size']!r}")
     return Corpus(name=name, paper=paper, **values)
+
+
+def _bpe_sides(r: _Reader, key: str, sides: list, joint_bpe: bool) -> tuple:
+    """The sides BPE segments, in (src, tgt) order: distinct names from SIDES; joint BPE needs both."""
+    if not all(isinstance(s, str) and s in SIDES for s in sides) or len(set(sides)) != len(sides):
+        r.fail(key, f"expected a list of distinct sides out of {', '.join(SIDES)} (those BPE segments; [] for none), "
+                    f"got {sides!r}")
+    if joint_bpe and set(sides) != set(SIDES):
+        r.fail(key, f"joint_bpe: true learns one BPE model on both sides; expected bpe_sides [src, tgt], got {sides!r} "
+                    f"(or set joint_bpe: false)")
+    return tuple(s for s in SIDES if s in sides)
 
 
 def _model_spec(r: _Reader, key: str, spec: Any) -> dict:

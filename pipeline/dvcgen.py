@@ -34,11 +34,12 @@ ANALYSIS_CODE = {"length": ("pipeline.evaluate.length",), "attention": ("pipelin
                  "patterns": ("pipeline.evaluate.attention",), "speed": ("pipeline.evaluate.speed",),
                  "probing": ("pipeline.evaluate.probing", "pipeline.data.tokenize", "pipeline.data.subword"),
                  "previous_words": ("pipeline.evaluate.previous_words",),
-                 "perplexity": ("pipeline.evaluate.perplexity",), "ranking": ("pipeline.evaluate.ranking",)}
+                 "perplexity": ("pipeline.evaluate.perplexity",), "ranking": ("pipeline.evaluate.ranking",),
+                 "alignment": ("pipeline.evaluate.alignment", "pipeline.evaluate.source_attention")}
 SIGNIFICANCE_CODE = ("pipeline.evaluate.significance", "pipeline.evaluate.metrics")
 TABLE_RULES = ("significance analysis_length analysis_attention analysis_patterns analysis_speed "
                "analysis_probing_data analysis_probing analysis_previous_words analysis_perplexity analysis_ranking "
-               "table figure")
+               "analysis_alignment table figure")
 
 
 # ------------------------------------------------------------------------------------------- code closure

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from loopback import make_tgz, make_zip
+from sacrebleu.dataset import DATASETS
 
 from pipeline.data import registry
-from pipeline.data.registry import CorpusSpec, fetch_corpus, fetch_spec, get_corpus
-from pipeline.data.remote import (ManualFile, Member, ParallelPart, RemoteFile, RemoteTask, SacrebleuSet,
-                                  build_remote, part)
+from pipeline.data.registry import ZHANG2018_PREPROCESS, CorpusSpec, fetch_corpus, fetch_spec, get_corpus
+from pipeline.data.remote import (WMT17PP_EN_DE, ManualFile, Member, ParallelPart, RemoteFile, RemoteTask,
+                                  SacrebleuSet, build_remote, part)
 from pipeline.errors import PipelineError
 
 A_EN = ["Good morning .", "The house is small .", "I see two cats ."]
@@ -173,7 +174,8 @@ def test_registry_names_and_paper_entries():
     names = set(registry.CORPORA)
     assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
             "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
-    assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "wikilm-", "l10n-", "standin-", "cnndm", "personachat"))
+    assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "wikilm-", "l10n-", "standin-", "cnndm", "personachat",
+                             "ldc-", "wmt17pp-", "wmt16b-"))
                for n in names)
     ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
     assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task
@@ -221,3 +223,49 @@ def test_toy_corpus_takes_language_suffixes(tmp_path):
     assert all(t.split() == s.split()[::-1] for s, t in zip(src, tgt))
     assert len(read(tmp_path / "o" / "valid.de")) == 5 and len(read(tmp_path / "o" / "test.en")) == 5
     assert not (tmp_path / "o" / "train.src").exists()
+
+
+def test_zhang2018_corpora_and_preprocessing_facts():
+    names = set(registry.CORPORA)
+    assert {"ldc-zh-en", "wmt17pp-en-de", "wmt16b-en-de"} <= names and "ldc-en-zh" not in names
+    ldc = get_corpus("ldc-zh-en").task
+    assert [(split, s.name) for split, s in ldc.eval_sets()] == [
+        ("valid", "mt02"), ("test", "mt03"), ("test-mt04", "mt04"), ("test-mt05", "mt05"), ("test-mt06", "mt06"),
+        ("test-align", "align")]
+    assert all(len(s.more_references) == 3 and s.links is None for _, s in ldc.eval_sets()[:-1])
+    assert ldc.extra_tests[-1].links.path == "align.links" and not ldc.extra_tests[-1].more_references
+    pp = get_corpus("wmt17pp-en-de").task
+    assert [(split, s.test_set) for split, s in pp.eval_sets()] == [
+        ("valid", "wmt14/full"), ("test", "wmt15"), ("test-nt16", "wmt16"), ("test-nt17", "wmt17")]
+    files = [pp.train[0].member(lang).file for lang in ("en", "de")]
+    assert [f.url for f in files] == [f"https://data.statmt.org/wmt17/translation-task/preprocessed/de-en/corpus.tc."
+                                      f"{lang}.gz" for lang in ("en", "de")]
+    assert not any(f.verified for f in files) and all(pp.train[0].member(lang).path is None for lang in ("en", "de"))
+    b16 = get_corpus("wmt16b-en-de").task
+    assert b16.train == get_corpus("wmt16-en-de").task.train
+    assert [(split, s.test_set) for split, s in b16.eval_sets()] == [("valid", "wmt15"), ("test", "wmt16")]
+    for name in ("wmt17pp-en-de", "wmt16b-en-de"):
+        assert all("en-de" in DATASETS[s.test_set].langpairs for _, s in get_corpus(name).task.eval_sets())
+    facts = ZHANG2018_PREPROCESS
+    assert set(facts) == {"ldc-zh-en", "wmt17pp-en-de", "wmt16b-en-de"}
+    assert all(f.max_words == 50 and f.vocab_size == 30000 and not f.joint_bpe for f in facts.values())
+    assert [(f.bpe_merges, f.bpe_sides, f.references) for f in facts.values()] == [
+        (0, (), 4), (8000, ("tgt",), 1), (16000, ("tgt",), 1)]
+    assert (facts["wmt16b-en-de"].train_pairs, facts["wmt16b-en-de"].kept_pairs) == (4_500_966, 4_173_550)
+
+
+def test_bare_gz_training_files_as_in_the_wmt17_preprocessed_release(server, tmp_path):
+    served = {f"/preprocessed/de-en/corpus.tc.{lang}.gz": gzip.compress(text(lines), mtime=0)
+              for lang, lines in (("en", A_EN), ("de", A_DE))}
+    server.files = dict(served)
+    files = {lang: RemoteFile(f"pp_{lang}", server.url(f"/preprocessed/de-en/corpus.tc.{lang}.gz"))
+             for lang in ("en", "de")}
+    task = dataclasses.replace(WMT17PP_EN_DE, train=(
+        ParallelPart("wmt17-preprocessed", tuple((lang, Member(files[lang])) for lang in ("en", "de"))),))
+    cache = tmp_path / "cache"
+    for test_set in ("wmt14/full", "wmt15", "wmt16", "wmt17"):
+        sacrebleu_cache(cache, test_set, "en-de", SB_SRC, SB_REF)
+    card = build_remote(task, "en", "de", tmp_path / "out", cache, progress=False)
+    assert read(tmp_path / "out" / "train.en") == A_EN and read(tmp_path / "out" / "train.de") == A_DE
+    assert card["counts"] == {"train": 3, "valid": 2, "test": 2, "test-nt16": 2, "test-nt17": 2}
+    assert card["unverified"] == ["pp_de", "pp_en"] and len(server.requests) == 2

@@ -170,10 +170,104 @@ def test_sentence_tests_on_bleu_use_smoothed_sentence_bleu():
     assert (sign["wins"], sign["losses"]) == (int(np.sum(d > 0)), int(np.sum(d < 0)))
 
 
+# --- Collins, Koehn & Kucerova (2005): corpus BLEU with one sentence swapped ----------------------
+
+# sacrebleu stats rows: [hyp_len, ref_len, correct 1-4, total 1-4].
+COLLINS_BASE = [[20, 14, 14, 10, 6, 3, 20, 19, 18, 17],  # long: the corpus is not short (BP 1)
+                [10, 10, 7, 5, 3, 1, 10, 9, 8, 7],
+                [4, 10, 4, 3, 2, 1, 4, 3, 2, 1],         # short and precise: sentence BP exp(1 - 10/4)
+                [10, 10, 7, 5, 3, 1, 10, 9, 8, 7]]
+COLLINS_SYS = [COLLINS_BASE[0],                          # identical: a tie
+               [10, 10, 8, 6, 4, 2, 10, 9, 8, 7],        # more matches
+               [10, 10, 6, 4, 2, 1, 10, 9, 8, 7],        # full length, less precise
+               [10, 10, 6, 4, 2, 0, 10, 9, 8, 7]]        # fewer matches
+
+
+def _bleu(correct, total, bp=1.0):
+    """Corpus BLEU x 100 by hand: bp x geometric mean of the four precisions."""
+    return 100 * bp * math.prod(c / t for c, t in zip(correct, total)) ** 0.25
+
+
+def test_collins_sign_test_hand_worked_differs_from_sentence_signs():
+    # Baseline corpus: len 44 = ref 44 (BP 1), correct 32 23 14 6 / total 44 40 36 32 -> BLEU 41.79.
+    # Swap each sentence for the system's and rescore the corpus:
+    #   1 identical                         -> 41.79  0
+    #   2 correct 33 24 15 7 / 44 40 36 32  -> 45.00  +   (sentence BLEU 37.99 -> 52.54: +)
+    #   3 correct 34 24 14 6 / 50 46 42 38  -> 36.97  -   (sentence BLEU 22.31 -> 31.24: + , its BP goes away
+    #                                                      but the corpus had BP 1 already and loses precision)
+    #   4 correct 31 22 13 5 / 44 40 36 32  -> 38.45  -   (sentence BLEU 37.99 -> 26.27: -)
+    # Swap signs: 1 win, 2 losses, 1 tie -> p = P(X >= 1 | n=3) = 7/8; sentence signs: 2 wins, 1 loss -> 1/2.
+    base_score = _bleu([32, 23, 14, 6], [44, 40, 36, 32])
+    assert round(base_score, 2) == 41.79
+    assert [round(x, 2) for x in (_bleu([33, 24, 15, 7], [44, 40, 36, 32]), _bleu([34, 24, 14, 6], [50, 46, 42, 38]),
+                                  _bleu([31, 22, 13, 5], [44, 40, 36, 32]))] == [45.00, 36.97, 38.45]
+    metric = get_metric("sacrebleu")
+    result = run_test("collins_sign_test", metric, COLLINS_BASE, COLLINS_SYS)
+    assert (result["wins"], result["losses"], result["ties"]) == (1, 2, 1)
+    assert result["p_value"] == pytest.approx(7 / 8, rel=1e-12)
+    assert result["baseline_score"] == pytest.approx(base_score, rel=1e-12)
+    assert result["system_score"] == pytest.approx(_bleu([34, 24, 14, 6], [50, 46, 42, 38]), rel=1e-12)
+    assert result["signature"] == "collins_sign_test|one-tailed|ties:dropped|corpus-score-swap"
+    assert (result["n_samples"], result["seed"], result["test"]) == (None, None, "collins_sign_test")
+    sentence = run_test("sign_test", metric, COLLINS_BASE, COLLINS_SYS)
+    assert (sentence["wins"], sentence["losses"], sentence["ties"]) == (2, 1, 1)
+    assert sentence["p_value"] == pytest.approx(1 / 2, rel=1e-12)
+
+
+def test_collins_sign_test_p_value_equals_binomial_tail():
+    # The reverse comparison of the example: 2 wins, 1 loss, 1 tie -> p = P(X >= 2 | n=3) = (3 + 1) / 8.
+    from scipy.stats import binom
+    metric = get_metric("sacrebleu")
+    result = run_test("collins_sign_test", metric, COLLINS_SYS, COLLINS_BASE)
+    assert (result["wins"], result["losses"], result["ties"]) == (2, 1, 1)
+    assert result["p_value"] == pytest.approx(4 / 8, rel=1e-12)
+    assert result["p_value"] == pytest.approx(binom.pmf(2, 3, 0.5) + binom.pmf(3, 3, 0.5), rel=1e-12)
+    # ROUGE is a sentence mean, so swap signs are the sentence-score signs: differences 4, 0, 6.5, -2, 8, 3,
+    # -0.5, 6 -> 5 wins, 2 losses, 1 tie; p = P(X >= 5 | n=7) = (21 + 7 + 1) / 128.
+    rouge = run_test("collins_sign_test", get_metric("rouge"), _rouge_rows(BASE_SCORES), _rouge_rows(SYS_SCORES))
+    assert (rouge["wins"], rouge["losses"], rouge["ties"]) == (5, 2, 1)
+    assert rouge["p_value"] == pytest.approx(sum(binom.pmf(k, 7, 0.5) for k in (5, 6, 7)), rel=1e-12)
+    assert rouge["p_value"] == pytest.approx(29 / 128, rel=1e-12)
+
+
+def test_collins_sign_test_ties_and_identical_systems():
+    metric = get_metric("sacrebleu")
+    same = run_test("collins_sign_test", metric, COLLINS_BASE, [list(row) for row in COLLINS_BASE])
+    assert (same["wins"], same["losses"], same["ties"], same["p_value"], same["delta"]) == (0, 0, 4, 1.0, 0.0)
+    # a different row can still tie: sentence 3's closest reference length 10 -> 8 (several references) leaves
+    # the corpus at len 44 >= ref 42, BP 1 as before (a tie), while its sentence BP rises exp(-1.5) -> exp(-1)
+    closer = [list(row) for row in COLLINS_BASE]
+    closer[2] = [4, 8, 4, 3, 2, 1, 4, 3, 2, 1]
+    tie = run_test("collins_sign_test", metric, COLLINS_BASE, closer)
+    assert (tie["wins"], tie["losses"], tie["ties"], tie["p_value"]) == (0, 0, 4, 1.0)
+    assert run_test("sign_test", metric, COLLINS_BASE, closer)["wins"] == 1
+    only_one = [list(row) for row in COLLINS_BASE]
+    only_one[1] = COLLINS_SYS[1]  # one win, three ties -> p = P(X >= 1 | n=1) = 1/2
+    result = run_test("collins_sign_test", metric, COLLINS_BASE, only_one)
+    assert (result["wins"], result["losses"], result["ties"], result["p_value"]) == (1, 0, 3, 0.5)
+
+
+def test_collins_sign_test_on_3000_sentences_is_fast_and_equals_column_sums():
+    """BLEU depends on column sums only: an independent route, total - baseline row + system row, one by one."""
+    import time
+    metric = get_metric("sacrebleu")
+    base = np.tile(np.asarray(_stats("sacrebleu", BASELINE)), (38, 1))[:3000]
+    system = np.tile(np.asarray(_stats("sacrebleu", SYSTEMS["clear"])), (38, 1))[:3000]
+    start = time.perf_counter()
+    result = run_test("collins_sign_test", metric, base, system)
+    assert time.perf_counter() - start < 1.0
+    swapped = base.sum(0) - base + system
+    d = np.array([metric.score_from_stats(row[None]) for row in swapped]) - metric.score_from_stats(base)
+    assert (result["wins"], result["losses"]) == (int(np.sum(d > 0)), int(np.sum(d < 0)))
+    assert result["wins"] + result["losses"] + result["ties"] == 3000 and result["wins"] > result["losses"]
+    assert result["p_value"] < 0.01
+
+
 # --- registry and input errors ---------------------------------------------------------------------
 
 def test_registry_and_errors():
-    assert list(TESTS) == ["paired_bootstrap", "approximate_randomization", "paired_t_test", "sign_test"]
+    assert list(TESTS) == ["paired_bootstrap", "approximate_randomization", "paired_t_test", "sign_test",
+                           "collins_sign_test"]
     with pytest.raises(PipelineError, match="unknown significance test 'wilcoxon'; expected one of paired_boot"):
         get_test("wilcoxon")
     with pytest.raises(PipelineError, match="registered twice"):

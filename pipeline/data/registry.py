@@ -100,11 +100,15 @@ class PreprocessFacts:
     """What a paper states about preparing one corpus, for the lead to set params from (not applied here)."""
 
     max_words: int | None  # sentences longer than this are removed (the clean step's max_len, which counts them)
-    bpe_merges: int  # BPE vocabulary size / merge operations
+    bpe_merges: int  # BPE vocabulary size / merge operations (0: no BPE)
     joint_bpe: bool  # one BPE model and vocabulary for both sides
     zh_segmenter: str | None = None  # Chinese word segmentation the paper used
     references: int = 1  # references per test sentence
     source: str = ""
+    bpe_sides: tuple[str, ...] = ("src", "tgt")  # the sides BPE segments (the others keep words; () for none)
+    vocab_size: int | None = None  # types kept per vocabulary (the rest UNK); None: the paper names no cap
+    train_pairs: int | None = None  # training pairs as the paper states them (possibly rounded)
+    kept_pairs: int | None = None  # of those, left after the paper's length filter
 
 
 # zeng2021 section 3.1: remove sentences over 256 words; joint BPE 40K for En-De/En-Fr, 32K for the others,
@@ -116,6 +120,20 @@ ZENG2021_PREPROCESS: dict[str, PreprocessFacts] = {
     **{f"wmt17-{a}-{b}": PreprocessFacts(256, 32000, True, source=_Z21)
        for x in ("lv", "fi", "tr") for a, b in (("en", x), (x, "en"))},
     "nist12-zh-en": PreprocessFacts(256, 32000, False, zh_segmenter="thulac", references=4, source=_Z21),
+}
+
+
+# zhang2018 5.1-5.2: sentences up to 50 tokens on both sides, 30K vocabularies; NIST: words on both sides (no BPE
+# named), four references; WMT17: 8K BPE merges on the target side, source words; WMT16 (Bastings et al. 2017): 16K
+# on the target side, 4,500,966 pairs of which 4,173,550 are left after dropping those over 50 tokens.
+_Z18 = "zhang2018 sections 5.1-5.2"
+ZHANG2018_PREPROCESS: dict[str, PreprocessFacts] = {
+    "ldc-zh-en": PreprocessFacts(50, 0, False, references=4, source=_Z18, bpe_sides=(), vocab_size=30000,
+                                 train_pairs=1_250_000, kept_pairs=1_110_000),
+    "wmt17pp-en-de": PreprocessFacts(50, 8000, False, source=_Z18, bpe_sides=("tgt",), vocab_size=30000,
+                                     train_pairs=5_600_000),
+    "wmt16b-en-de": PreprocessFacts(50, 16000, False, source=_Z18, bpe_sides=("tgt",), vocab_size=30000,
+                                    train_pairs=4_500_966, kept_pairs=4_173_550),
 }
 
 

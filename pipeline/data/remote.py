@@ -99,11 +99,18 @@ class Member:
 @dataclass(frozen=True)
 class ParallelPart:
     """A named parallel corpus part: one Member per language, and further references of a test set (NIST has four
-    references per sentence: the first is the target side, the others are written as <split>.<tgt>.1, .2, ...)."""
+    references per sentence: the first is the target side, the others are written as <split>.<tgt>.1, .2, ...).
+
+    `links`: gold word alignments of a test set, written as <split>.links, one line per sentence pair of
+    space-separated "i-j" (sure) or "i?j" (possible) links, i a 0-based source and j a 0-based target word index
+    over the whitespace tokens of the two sides (our format; pipeline/evaluate/alignment.py reads it). A part with
+    links has both directions' word indices source first: the task must be registered in one direction only.
+    """
 
     name: str
     sides: tuple[tuple[str, Member], ...]
     more_references: tuple[tuple[str, Member], ...] = ()  # (language, member) of references 1, 2, ...
+    links: Member | None = None
 
     def member(self, lang: str) -> Member:
         """The member holding language `lang`."""
@@ -154,7 +161,7 @@ class RemoteTask:
         """User-supplied files and the member paths expected in each."""
         out: dict[ManualFile, list[str]] = {}
         for p in self.parts():
-            for _, member in p.sides + p.more_references:
+            for _, member in p.sides + p.more_references + ((("links", p.links),) if p.links else ()):
                 if isinstance(member.file, ManualFile):
                     out.setdefault(member.file, []).append(member.path or "(the file itself)")
         return out
@@ -394,10 +401,65 @@ WIKIPEDIA_LM_EN = RemoteTask(
     both_directions=False,
 )
 
+# --- Registry entries for zhang2018 5.1 ---------------------------------------------------------------------------
+# NIST Zh-En: the LDC corpora of the paper's footnote 1 (1.25M pairs; 1.11M left after its filtering), user-supplied;
+# MT02 dev, MT03 test, MT04-MT06 further tests (the NIST sets above, four references each), and Table 4's alignment
+# set: Liu and Sun (2015)'s 900 Zh-En pairs with gold word alignments, the further test split test-align.
+ZHANG2018_LDC_CORPORA = ("LDC2002E18", "LDC2003E07", "LDC2003E14", "LDC2004T07 (its Hansard portion)", "LDC2004T08",
+                         "LDC2005T06")
+LDC_ZH_EN_TRAIN = ManualFile(
+    "ldc_zh_en_train", f"zhang2018's NIST Zh-En training bitext ({', '.join(ZHANG2018_LDC_CORPORA)}; LDC licence)",
+    "the Linguistic Data Consortium, https://catalog.ldc.upenn.edu/ (licensed; our choice: sentence-align and "
+    "concatenate the listed corpora into train.zh / train.en, one sentence per line, and point the key at that "
+    "directory)")
+LIU_SUN_ALIGNMENT = ManualFile(
+    "liu_sun_alignment", "Liu and Sun (2015)'s 900 Zh-En sentence pairs with gold word alignments",
+    "its authors (Yang Liu and Maosong Sun, Tsinghua University: the evaluation set of 'Contrastive Unsupervised Word "
+    "Alignment with Non-Local Features', AAAI 2015); our choice: align.zh and align.en (one word-segmented sentence "
+    "per line) and align.links (one line per pair, space-separated 0-based links 'i-j' sure and 'i?j' possible, i a "
+    "word of align.zh, j a word of align.en) in one directory, then point the key at it")
+
+LDC_ZH_EN = RemoteTask(
+    name="ldc zh-en", langs=("zh", "en"), url="https://catalog.ldc.upenn.edu/",
+    train=(part("zhang2018-ldc", LDC_ZH_EN_TRAIN, {"zh": "train.zh", "en": "train.en"}),),
+    valid=_nist_set("02"), test=_nist_set("03"),
+    extra_tests=tuple(_nist_set(y) for y in ("04", "05", "06")) + (
+        ParallelPart("align", (("zh", Member(LIU_SUN_ALIGNMENT, "align.zh")),
+                               ("en", Member(LIU_SUN_ALIGNMENT, "align.en"))),
+                     links=Member(LIU_SUN_ALIGNMENT, "align.links")),),
+    both_directions=False,
+)
+
+# WMT17 En-De from the WMT17 preprocessed release (the paper's footnote 2; its de-en directory): 5.6M pairs, already
+# tokenised and truecased; newstest2014 dev (3003 lines: sacrebleu 'wmt14/full'), newstest2015 test, newstest2016
+# and 2017 further tests. No published checksum for the two files (unverified).
+WMT17_PREPROCESSED = "https://data.statmt.org/wmt17/translation-task/preprocessed/de-en"
+WMT17PP_CORPUS_EN = RemoteFile("wmt17pp_corpus_tc_en", f"{WMT17_PREPROCESSED}/corpus.tc.en.gz")
+WMT17PP_CORPUS_DE = RemoteFile("wmt17pp_corpus_tc_de", f"{WMT17_PREPROCESSED}/corpus.tc.de.gz")
+
+WMT17PP_EN_DE = RemoteTask(
+    name="wmt17pp en-de", langs=("en", "de"), url=f"{WMT17_PREPROCESSED}/",
+    train=(ParallelPart("wmt17-preprocessed", (("en", Member(WMT17PP_CORPUS_EN)), ("de", Member(WMT17PP_CORPUS_DE)))),),
+    valid=SacrebleuSet("newstest2014", "wmt14/full"),
+    test=SacrebleuSet("newstest2015", "wmt15"),
+    extra_tests=(SacrebleuSet("nt16", "wmt16"), SacrebleuSet("nt17", "wmt17")),
+)
+
+# WMT16 En-De as Bastings et al. (2017): WMT16_EN_DE's training parts, newstest2015 dev, newstest2016 test. Facts
+# (zhang2018 5.1, after Bastings et al.): 4,500,966 pairs, 4,173,550 left after dropping pairs over 50 tokens on
+# either side after tokenisation (registry.ZHANG2018_PREPROCESS; our concatenation's own count is in the data card).
+WMT16B_EN_DE = RemoteTask(
+    name="wmt16b en-de", langs=("en", "de"), url="https://www.statmt.org/wmt16/translation-task.html",
+    train=WMT16_EN_DE.train,
+    valid=SacrebleuSet("newstest2015", "wmt15"),
+    test=SacrebleuSet("newstest2016", "wmt16"),
+)
+
 REMOTE_TASKS: dict[str, RemoteTask] = {
     "wmt14-en-de": WMT14_EN_DE, "wmt17-zh-en": WMT17_ZH_EN, "wmt14-en-fr": WMT14_EN_FR, "wmt17-en-lv": WMT17_EN_LV,
     "wmt17-en-fi": WMT17_EN_FI, "wmt17-en-tr": WMT17_EN_TR, "nist12-zh-en": NIST12_ZH_EN,
-    "wmt13-es-en": WMT13_ES_EN, "wmt16-en-de": WMT16_EN_DE, "unpc-en-zh": UN_EN_ZH, "wikilm-lm-en": WIKIPEDIA_LM_EN}
+    "wmt13-es-en": WMT13_ES_EN, "wmt16-en-de": WMT16_EN_DE, "unpc-en-zh": UN_EN_ZH, "wikilm-lm-en": WIKIPEDIA_LM_EN,
+    "ldc-zh-en": LDC_ZH_EN, "wmt17pp-en-de": WMT17PP_EN_DE, "wmt16b-en-de": WMT16B_EN_DE}
 
 
 # --- Building ----------------------------------------------------------------------------------------
@@ -600,6 +662,20 @@ def _write_split(split: str, items: list, src: str, tgt: str, out_dir: Path) -> 
     return {"lines": total, "parts": entries}
 
 
+def _write_links(split: str, item: ParallelPart, forward: bool, lines: int, builder: _Builder, out_dir: Path) -> dict:
+    """Write {split}.links, line-aligned with the split's text (the part's own direction only); its card entry."""
+    if not forward:
+        raise PipelineError(f"part '{item.name}' has gold links source-first in its task's direction; expected the "
+                            f"task built in that direction only")
+    path, info = builder.local_text(item.links)
+    links = _clean_lines(path)
+    if len(links) != lines:
+        raise PipelineError(f"{path}: {len(links)} lines, but {split} has {lines} sentence pairs; expected the gold "
+                            f"links of {item.name} one line per pair")
+    write_lines(out_dir / f"{split}.links", links)
+    return dict(info, member=item.links.path)
+
+
 def _where(side: dict) -> str:
     """Where a card entry's data came from."""
     if "sacrebleu" in side:
@@ -657,6 +733,9 @@ def build_remote(task: RemoteTask, src: str, tgt: str, out_dir: Path, cache_dir:
                                     f"expected reference {k} of {item.name} to align line by line")
             write_lines(out_dir / f"{split}.{tgt}.{k}", lines)
             splits[split].setdefault("references", []).append(dict(info, member=member.path))
+        if getattr(item, "links", None) is not None:
+            splits[split]["links"] = _write_links(split, item, (src, tgt) == task.langs, splits[split]["lines"],
+                                                  builder, out_dir)
     unverified = sorted({side.get("key") or side.get("manual_key") or side.get("sacrebleu")
                          for s in splits.values() for e in s["parts"] for side in e["files"].values()
                          if not side.get("verified")})

@@ -48,13 +48,14 @@ def _learn(lines: list[str], dst: Path, merges: int, origin: str) -> None:
 def learn_bpe(inputs: dict[str, Path], codes_dir: Path, merges: int, joint: bool) -> None:
     """Learn BPE codes: joint -> codes_dir/codes on all sides; else codes_dir/codes.<lang> per side.
 
-    Joint training reads the sides in sorted language order. Codes files of the other mode left in
-    codes_dir are removed so that codes_for() is never ambiguous.
+    Joint training reads the sides in sorted language order. Codes files of the other mode (or of a language no
+    longer given) left in codes_dir are removed so that codes_for() is never ambiguous. Separate codes for no
+    language at all leave codes_dir without codes: a corpus BPE segments on neither side (see copy_unsegmented).
     """
     if isinstance(merges, bool) or not isinstance(merges, int) or merges < 1:
         raise PipelineError(f"merges: expected a positive integer, got {merges!r}")
-    if not inputs:
-        raise PipelineError("inputs: expected at least one language -> training file")
+    if joint and not inputs:
+        raise PipelineError("inputs: joint BPE needs at least one language -> training file")
     for lang in inputs:
         if not isinstance(lang, str) or not _LANG.match(lang):
             raise PipelineError(f"inputs: expected 2-3 letter lowercase language codes, got {lang!r}")
@@ -105,6 +106,16 @@ def apply_bpe(codes: Path, src: Path, dst: Path) -> None:
     bpe = load_bpe(codes)
     lines = read_lines(_existing(src, "a tokenised text file"))
     write_lines(dst, [bpe.segment(line) for line in lines])
+
+
+def copy_unsegmented(codes_dir: Path, lang: str, src: Path, dst: Path) -> None:
+    """Copy src to dst (atomic) unchanged: a side BPE does not segment; codes for `lang` in codes_dir are an error."""
+    codes_dir = Path(codes_dir)
+    for codes in (codes_dir / f"{JOINT_CODES}.{lang}", codes_dir / JOINT_CODES):
+        if codes.is_file():
+            raise PipelineError(f"{codes}: BPE codes that cover side '{lang}', which is to be copied unsegmented; "
+                                f"expected codes learnt without '{lang}' (learn-bpe --sides)")
+    write_lines(dst, read_lines(_existing(src, "a tokenised text file")))
 
 
 def remove_bpe(line: str) -> str:

@@ -3,19 +3,23 @@
 Tokens are short words, already space separated. copy: target = source; reverse: target = source reversed;
 reorder: a tiny grammar (our choice) that a seq2seq model must reorder: SVO sources with adjective-noun
 phrases become SOV targets with noun-adjective phrases (adjectives mirrored), case particles and distinct
-target word forms, e.g. "a1 n4 v0 n2" -> "N4 A1 ga N2 o V0".
+target word forms, e.g. "a1 n4 v0 n2" -> "N4 A1 ga N2 o V0". Its gold word alignments are known by construction
+(reorder_links; written as <split>.links beside the reorder task's splits).
 """
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 from pipeline.data.embedded import write_corpus
 from pipeline.errors import PipelineError
+from pipeline.fileio import write_lines
 
 SYNTHETIC_TASKS = ("copy", "reverse", "reorder")
 SUBJECT_MARK, OBJECT_MARK = "ga", "o"  # target-side case particles of the reorder grammar
 REORDER_MIN_LEN = 3  # noun verb noun
+_REORDER_WORD = re.compile(r"^[anv]\d+$")  # a source word of the reorder grammar: adjective, noun or verb
 
 
 def _check(task: str, vocab_size: int, min_len: int, max_len: int) -> None:
@@ -62,6 +66,43 @@ def _reorder_sentence(rng: random.Random, vocab_size: int, min_len: int, max_len
     return source, target
 
 
+def _phrase(words: list[str], source: str) -> tuple[list[str], str]:
+    """(adjectives, noun) of a source phrase "a<k>* n<k>"; anything else is an error naming the source."""
+    if not words or words[-1][0] != "n" or not all(w[0] == "a" for w in words[:-1]):
+        raise PipelineError(f"reorder source {source!r}: phrase {' '.join(words)!r}; expected adjectives a<k> then "
+                            f"a noun n<k>")
+    return words[:-1], words[-1]
+
+
+def reorder_links(source: str, target: str) -> str:
+    """Gold alignment of a reorder pair: "i-j" sure links of each target content word to its source word (positions
+    from the grammar, so repeated words are resolved), "i?j" possible links of the particles to their phrase's noun.
+
+    Links come in target order; i indexes source words, j target words (0-based). A pair the grammar cannot have
+    produced is a PipelineError."""
+    words = source.split()
+    bad = next((w for w in words if not _REORDER_WORD.match(w)), None)
+    if bad is not None:
+        raise PipelineError(f"reorder source {source!r}: word {bad!r}; expected a<k>, n<k> or v<k>")
+    verbs = [i for i, w in enumerate(words) if w[0] == "v"]
+    if len(verbs) != 1:
+        raise PipelineError(f"reorder source {source!r}: {len(verbs)} verbs v<k>; expected exactly one")
+    verb = verbs[0]
+    subj_adjs, subj_noun = _phrase(words[:verb], source)
+    obj_adjs, obj_noun = _phrase(words[verb + 1:], source)
+    subj_at, obj_at = len(subj_adjs), len(words) - 1  # source positions of the two nouns
+    # (target word, source position, sure) in target order: noun, adjectives mirrored, particle; then the verb.
+    aligned = [(subj_noun.upper(), subj_at, True)]
+    aligned += [(words[i].upper(), i, True) for i in reversed(range(len(subj_adjs)))]
+    aligned += [(SUBJECT_MARK, subj_at, False), (obj_noun.upper(), obj_at, True)]
+    aligned += [(words[i].upper(), i, True) for i in reversed(range(verb + 1, obj_at))]
+    aligned += [(OBJECT_MARK, obj_at, False), (words[verb].upper(), verb, True)]
+    expected = " ".join(word for word, _, _ in aligned)
+    if target.split() != expected.split():
+        raise PipelineError(f"reorder pair {source!r} -> {target!r}: expected the target {expected!r}")
+    return " ".join(f"{i}{'-' if sure else '?'}{j}" for j, (_, i, sure) in enumerate(aligned))
+
+
 def synthetic_pairs(task: str, n: int, *, vocab_size: int = 24, min_len: int = 3, max_len: int = 10,
                     seed: int = 1) -> list[tuple[str, str]]:
     """n (source, target) pairs with distinct sources, deterministic given the arguments.
@@ -102,6 +143,9 @@ def build_synthetic(task: str, out_dir: Path, *, src: str = "src", tgt: str = "t
                             max_len=max_len, seed=seed)
     splits = {"train": pairs[:train_size], "valid": pairs[train_size:train_size + valid_size],
               "test": pairs[train_size + valid_size:]}
+    if task == "reorder":  # gold alignments known by construction, one line per pair
+        for split, split_pairs in splits.items():
+            write_lines(Path(out_dir) / f"{split}.links", [reorder_links(s, t) for s, t in split_pairs])
     card = {
         "name": f"synthetic-{task}",
         "kind": "synthetic",

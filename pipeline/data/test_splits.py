@@ -2,8 +2,9 @@
 embedded stand-in for NT14/NT15/NT16, say) gets its one test split cut into consecutive parts, one per name.
 
 Our choice: consecutive, near-equal parts in file order (the split is already a seeded sample), the first part
-keeping the name "test"; the data card records which lines each part holds. A source that builds its own test-<name>
-files (paper-scale WMT, NIST) is left as it is.
+keeping the name "test"; the data card records which lines each part holds. Gold word alignments of the test split
+(test.links, one line per pair) are cut along with it. A source that builds its own test-<name> files (paper-scale
+WMT, NIST) is left as it is.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.fileio import atomic_open, read_parallel, write_lines
+from pipeline.fileio import atomic_open, read_lines, read_parallel, write_lines
 
 CARD = "datacard.json"
 
@@ -25,6 +26,15 @@ def _bounds(total: int, parts: int) -> list[tuple[int, int]]:
         bounds.append((start, end))
         start = end
     return bounds
+
+
+def _links(path: Path, total: int) -> list[str]:
+    """The gold links of the test split, one line per pair; another line count is an error naming the file."""
+    lines = read_lines(path)
+    if len(lines) != total:
+        raise PipelineError(f"{path}: {len(lines)} lines, but the test split has {total} pairs; expected one line of "
+                            f"gold links per pair")
+    return lines
 
 
 def ensure_test_sets(out_dir: Path, src: str, tgt: str, names: tuple[str, ...] | list[str]) -> dict[str, list[int]]:
@@ -43,6 +53,8 @@ def ensure_test_sets(out_dir: Path, src: str, tgt: str, names: tuple[str, ...] |
                             f"{', '.join(missing)}; expected all of the corpus's test sets or only 'test'")
     sides = dict(zip((src, tgt), read_parallel(out_dir / f"test.{src}", out_dir / f"test.{tgt}")))
     total = len(sides[src])
+    if (out_dir / "test.links").exists():
+        sides["links"] = _links(out_dir / "test.links", total)
     if total < len(names):
         raise PipelineError(f"{out_dir}/test.{src}: {total} lines cannot make {len(names)} test sets "
                             f"({', '.join(names)}); raise the corpus's test_size")

@@ -23,7 +23,9 @@ class Vocab:
 
     @classmethod
     def build(cls, lines: Iterable[str], min_freq: int = 1, max_size: int | None = None) -> "Vocab":
-        """Count whitespace tokens of `lines`."""
+        """Count whitespace tokens of `lines`; keep the max_size most frequent (None: all), ties alphabetical."""
+        if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 0):
+            raise PipelineError(f"vocabulary max_size: expected None or an integer >= 0, got {max_size!r}")
         counts = Counter(tok for line in lines for tok in line.split())
         ranked = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS),
                         key=lambda t: (-counts[t], t))

@@ -89,3 +89,42 @@ def argmax_links(attention: np.ndarray) -> set[Link]:
     """Each target word (row) linked to the source word (column) of its largest weight, ties to the first: {(i, j)}."""
     attention = np.asarray(attention)
     return {(int(np.argmax(row)), j) for j, row in enumerate(attention)} if attention.size else set()
+
+
+def _words(line: str) -> list[str]:
+    """The words of a subword line: units joined where "@@" continues them."""
+    return line.replace(f"{BPE_MARK} ", "").split()
+
+
+def alignment_analysis(matrices: Sequence[np.ndarray], src_lines: Sequence[str], tgt_lines: Sequence[str],
+                       gold: Sequence[tuple[set[Link], set[Link]]], *, shown: Sequence[int] = (),
+                       where: str = "alignments") -> dict:
+    """zhang2018 Table 4 and Figure 4 from subword attention matrices [T,S] (source_attention) of subword lines:
+    {"aer", "precision", "recall", "links", "sure", "sentences", "shown": [{"index" (1-based), "source",
+    "target" (words), "attention" (word matrix, target rows), "sure", "possible", "predicted" (links)}]}.
+
+    A gold link beyond the sentence's words names `where` and the line (the gold file must index the same words)."""
+    if not len(matrices) == len(src_lines) == len(tgt_lines) == len(gold):
+        raise PipelineError(f"{where}: {len(matrices)} attention matrices, {len(src_lines)} sources, "
+                            f"{len(tgt_lines)} targets and {len(gold)} gold lines; expected one of each per sentence")
+    predicted, words = [], []
+    for number, (matrix, src, tgt, (sure, possible)) in enumerate(zip(matrices, src_lines, tgt_lines, gold), 1):
+        attention = word_weights(matrix, src.split(), tgt.split())
+        outside = sorted((i, j) for i, j in possible | sure if i >= attention.shape[1] or j >= attention.shape[0])
+        if outside:
+            raise PipelineError(f"{where}, line {number}: link {outside[0][0]}-{outside[0][1]} outside a pair of "
+                                f"{attention.shape[1]} source and {attention.shape[0]} target words; expected the "
+                                "gold file to index the tokenised words of the test set")
+        predicted.append(argmax_links(attention))
+        words.append(attention)
+    result = alignment_error(predicted, gold)
+    result["shown"] = []
+    for index in shown:
+        if not 1 <= index <= len(gold):
+            raise PipelineError(f"{where}: shown sentence {index}; expected 1..{len(gold)}")
+        k = index - 1
+        result["shown"].append({"index": index, "source": _words(src_lines[k]), "target": _words(tgt_lines[k]),
+                                "attention": np.round(words[k], 6).tolist(),
+                                "sure": sorted(map(list, gold[k][0])), "possible": sorted(map(list, gold[k][1])),
+                                "predicted": sorted(map(list, predicted[k]))})
+    return result

@@ -1,5 +1,12 @@
-"""BLEU by sentence length: corpus BLEU of each length bin's sentences (the bins come from the table's settings)."""
+"""BLEU by sentence length: corpus BLEU of each length bin's sentences (the bins come from the table's settings).
+
+- bleu_by_length: single-reference sacreBLEU of each bin's text;
+- score_by_length: a metric's corpus score of each bin's rows of a score file's per-sentence stats (metrics.py),
+  so all references, case folding and tokenisation are the score file's (zhang2018 Figure 3: NIST, 4 refs, ci).
+"""
 from __future__ import annotations
+
+import numpy as np
 
 from pipeline.errors import PipelineError
 from pipeline.evaluate.bleu import bleu, check_aligned, check_tokenize
@@ -40,6 +47,14 @@ def bin_index(length: int, bins) -> int:
     raise AssertionError("unreachable: the last bin is open")
 
 
+def bin_members(src: list[str], bins) -> list[list[int]]:
+    """Per bin, the indices of the lines of `src` whose whitespace-token count falls in it (bin_index)."""
+    members: list[list[int]] = [[] for _ in bins]
+    for i, line in enumerate(src):
+        members[bin_index(len(line.split()), bins)].append(i)
+    return members
+
+
 def bleu_by_length(src: list[str], hyps: list[str], refs: list[str], *, bins, tokenize: str = "13a") -> list[dict]:
     """Per bin {"bin": label, "bleu": corpus BLEU of its sentences or None if empty, "n": sentences}.
 
@@ -49,13 +64,29 @@ def bleu_by_length(src: list[str], hyps: list[str], refs: list[str], *, bins, to
     check_tokenize(tokenize)
     check_bins(bins)
     check_aligned(src=src, hyps=hyps, refs=refs)
-    members: list[list[int]] = [[] for _ in bins]
-    for i, line in enumerate(src):
-        members[bin_index(len(line.split()), bins)].append(i)
     result = []
-    for (lo, hi), indices in zip(bins, members):
+    for (lo, hi), indices in zip(bins, bin_members(src, bins)):
         score = None
         if indices:
             score = bleu([hyps[i] for i in indices], [refs[i] for i in indices], tokenize=tokenize)["score"]
+        result.append({"bin": bin_label(lo, hi), "bleu": score, "n": len(indices)})
+    return result
+
+
+def score_by_length(src: list[str], stats, metric, *, bins, field: str | None = None) -> list[dict]:
+    """Per bin {"bin": label, "bleu": metric.score_from_stats of its rows of `stats` or None if empty, "n"}.
+
+    `stats` are the per-sentence stats of a score file (one row per line of `src`, same order); sentences are
+    binned as in bleu_by_length.
+    """
+    check_bins(bins)
+    field = metric.check_field(field)
+    rows = metric.check_stats(stats)
+    if rows.shape[0] != len(src):
+        raise PipelineError(f"stats has {rows.shape[0]} rows, src has {len(src)} lines; expected one row of "
+                            f"stats per source line")
+    result = []
+    for (lo, hi), indices in zip(bins, bin_members(src, bins)):
+        score = metric.score_from_stats(rows[np.asarray(indices)], field) if indices else None
         result.append({"bin": bin_label(lo, hi), "bleu": score, "n": len(indices)})
     return result

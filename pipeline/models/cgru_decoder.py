@@ -63,6 +63,10 @@ class CGRUDecoder(Decoder):
         self.readout_memory = nn.Linear(o.hidden, units) if o.state_attention == "self" else None  # W_mt
         self.drop = Dropout(o.dropout)
 
+    def source_attention(self) -> nn.Module:
+        """c_t's attention, queried by s'_t (A.3): one call per step."""
+        return self.cell.attention
+
     def _readout(self, s: Tensor, words: Tensor, c: Tensor, s_mem: Tensor | None) -> Tensor:
         out = self.readout_state(s) + self.readout_words(words) + self.readout_context(c)
         if self.readout_memory is not None:

@@ -41,6 +41,10 @@ class RNNsearchDecoder(Decoder):
         self.readout_context = nn.Linear(context, units)  # W_c a_j
         self.drop = Dropout(o.dropout)
 
+    def source_attention(self) -> nn.Module:
+        """a_j's attention (eq. 2-3), queried by s_{j-1}: one call per step."""
+        return self.attention
+
     def word_gates(self, y: Tensor) -> Tensor:
         """The GRU's input projections of the words, every step at once: y [B,T,e] -> W_y y + b_ih [B,T,3h]."""
         return F.linear(y, self.gru.weight_ih[:, :self.options.embed], self.gru.bias_ih)

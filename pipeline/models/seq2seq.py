@@ -126,6 +126,10 @@ class Decoder(nn.Module):
         """Select state entries `order` [N]; flat batch-first dicts by default."""
         return index_batch(state, order)
 
+    def source_attention(self) -> nn.Module | None:
+        """The module whose output is (context, weights [B,S]) once per target step, for alignments; None: none."""
+        return None
+
     def pair_with(self, encoder: Encoder) -> None:
         """Adjust to the encoder of the model (called once at construction); nothing by default."""
 

@@ -10,7 +10,8 @@ from pipeline.report.marks import significance_mark
 # Significance fields of a cell whose row has a baseline (pipeline/report/cells.py), besides its values.
 SIGNIFICANCE_FIELDS = ("p_value", "delta", "baseline")
 TEST_NAMES = {"paired_bootstrap": "paired bootstrap resampling", "approximate_randomization":
-              "approximate randomization", "paired_t_test": "paired t-test", "sign_test": "sign test"}
+              "approximate randomization", "paired_t_test": "paired t-test", "sign_test": "sign test",
+              "collins_sign_test": "the sign test of Collins et al. (2005)"}
 
 
 def pair_label(pair: str) -> str:
@@ -81,6 +82,30 @@ def check_cells(cells, rows: tuple[str, ...], columns: tuple[str, ...], check_ce
             if col not in columns:
                 raise PipelineError(f"cells.{row}.{col}: unknown column; expected one of {', '.join(columns)}")
             check_cell(cell, f"cells.{row}.{col}", col)
+
+
+def source_bins(cell, where: str, column: str = "") -> list[dict]:
+    """The source-length bins of a cell's length analysis ({"source": [...], ...} or the list itself), checked."""
+    check_keys(cell, where, ("length",), ("system",))
+    bins, at = cell["length"], f"{where}.length"
+    if isinstance(bins, dict):
+        check_keys(bins, at, ("source",), ("target",))
+        bins, at = bins["source"], f"{at}.source"
+    if not isinstance(bins, list) or not bins:
+        raise PipelineError(f"{at}: expected a non-empty list of {{'bin', 'bleu', 'n'}} dicts, got {bins!r}"[:400])
+    for i, item in enumerate(bins):
+        item_at = f"{at}[{i}]"
+        if not isinstance(item, dict) or set(item) != {"bin", "bleu", "n"}:
+            raise PipelineError(f"{item_at}: expected a dict with keys 'bin', 'bleu', 'n', got {item!r}")
+        if not isinstance(item["bin"], str) or not item["bin"]:
+            raise PipelineError(f"{item_at}.bin: expected a label like '(0, 15]', got {item['bin']!r}")
+        n = check_number(item["n"], f"{item_at}.n", int, optional=False)
+        if n < 0:
+            raise PipelineError(f"{item_at}.n: expected a sentence count >= 0, got {n!r}")
+        check_number(item["bleu"], f"{item_at}.bleu", float, optional=n == 0)
+        if n == 0 and item["bleu"] is not None:
+            raise PipelineError(f"{item_at}.bleu: expected None for an empty bin, got {item['bleu']!r}")
+    return bins
 
 
 def check_significance(cell: dict, where: str) -> None:

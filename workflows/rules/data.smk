@@ -90,6 +90,13 @@ rule clean:
         "--tgt-out {output.tgt} --report {output.report} --max-len {params.max_len} > {log} 2>&1"
 
 
+def bpe_sides_option(corpus):
+    """' --sides ...' when BPE segments fewer than both sides (corpus.bpe_sides; none: no codes), else nothing."""
+    if corpus.bpe_sides == ("src", "tgt"):
+        return ""
+    return " --sides" + "".join(f" {side}" for side in corpus.bpe_sides)
+
+
 rule learn_bpe:
     input:
         src=f"{R}/data/{{corpus}}/clean/train.src",
@@ -99,11 +106,12 @@ rule learn_bpe:
     params:
         merges=lambda wc: P.corpora[wc.corpus].bpe_merges,
         joint=lambda wc: "--joint" if P.corpora[wc.corpus].joint_bpe else "",
+        sides=lambda wc: bpe_sides_option(P.corpora[wc.corpus]),
     log:
         f"{R}/logs/learn_bpe/{{corpus}}.log",
     shell:
         "python -m pipeline learn-bpe --langs src tgt --inputs {input.src} {input.tgt} --codes-dir {output} "
-        "--merges {params.merges} {params.joint} > {log} 2>&1"
+        "--merges {params.merges} {params.joint}{params.sides} > {log} 2>&1"
 
 
 def bpe_input(wildcards):
@@ -117,11 +125,13 @@ rule apply_bpe:
         text=bpe_input,
     output:
         f"{R}/data/{{corpus}}/bpe/{{split}}.{{side}}",
+    params:
+        unsegmented=lambda wc: "" if wc.side in P.corpora[wc.corpus].bpe_sides else " --copy",  # a side left as words
     log:
         f"{R}/logs/apply_bpe/{{corpus}}.{{split}}.{{side}}.log",
     shell:
         "python -m pipeline apply-bpe --codes-dir {input.codes} --side {wildcards.side} --input {input.text} "
-        "--output {output} > {log} 2>&1"
+        "--output {output}{params.unsegmented} > {log} 2>&1"
 
 
 def vocab_inputs(wildcards):
@@ -135,10 +145,12 @@ rule vocab:
         vocab_inputs,
     output:
         f"{R}/data/{{corpus}}/bpe/vocab.{{side}}",
+    params:
+        size=lambda wc: f" --vocab-size {P.corpora[wc.corpus].vocab_size}" if P.corpora[wc.corpus].vocab_size else "",
     log:
         f"{R}/logs/vocab/{{corpus}}.{{side}}.log",
     shell:
-        "python -m pipeline vocab --inputs {input} --output {output} > {log} 2>&1"
+        "python -m pipeline vocab --inputs {input} --output {output}{params.size} > {log} 2>&1"
 
 
 def corpus_files(wildcards):

@@ -76,8 +76,10 @@ def test_data(wildcards):
 def length_inputs(wildcards):
     corpus = P.corpus_of(wildcards.system).name
     split = test_set(wildcards.table, wildcards.system)
-    return {"src": data(corpus, "tok", f"{split}.src"), "tgt": data(corpus, "tok", f"{split}.tgt"),
-            "raw": data(corpus, "raw"), "hyp": hyp(wildcards.system, split)}
+    files = {"src": data(corpus, "tok", f"{split}.src"), "tgt": data(corpus, "tok", f"{split}.tgt"),
+             "raw": data(corpus, "raw"), "hyp": hyp(wildcards.system, split)}
+    metric = analysis(wildcards.table, "length")["metric"]
+    return {**files, "scores": score_file(wildcards.system, split, metric)} if metric else files
 
 
 rule analysis_length:
@@ -89,12 +91,13 @@ rule analysis_length:
         settings=lambda wc: q(analysis(wc.table, "length")),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         split=lambda wc: test_set(wc.table, wc.system),
+        scores=lambda wc, input: f"--scores {input.scores} " if "scores" in input.keys() else "",
     log:
         f"{R}/logs/length/{{table}}/{{system}}.log",
     shell:
         "python -m pipeline length-bins --src {input.src} --tgt {input.tgt} --hyp {input.hyp} "
         "--ref {input.raw}/{params.split}.{params.lang} --lang {params.lang} --settings {params.settings} "
-        "--output {output} > {log} 2>&1"
+        "{params.scores}--output {output} > {log} 2>&1"
 
 
 rule analysis_attention:
@@ -140,6 +143,24 @@ rule analysis_previous_words:
         "OMP_NUM_THREADS={threads} python -m pipeline previous-words --model {input.model} --src {input.src} "
         "--tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --settings {params.settings} "
         "--output {output} > {log} 2>&1"
+
+
+rule analysis_alignment:
+    input:
+        unpack(test_data),
+        raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
+    output:
+        f"{R}/tables/{{table}}/alignment/{{system}}.json",
+    params:
+        settings=lambda wc: q(analysis(wc.table, "alignment")),
+        split=lambda wc: test_set(wc.table, wc.system),
+    threads: 1
+    log:
+        f"{R}/logs/alignment/{{table}}/{{system}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline alignment --model {input.model} --src {input.src} "
+        "--tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
+        "--gold {input.raw}/{params.split}.links --settings {params.settings} --output {output} > {log} 2>&1"
 
 
 rule analysis_perplexity:

@@ -15,7 +15,8 @@ from pipeline.papers.hao2019.reported import (HAO2019_FIG5, HAO2019_TABLE1, HAO2
 from pipeline.report.figures import grouped_bars, steps_figure
 from pipeline.report.format import (SIGNIFICANCE_FIELDS, analysis, check_cells, check_facts, check_keys,
                                     check_number, check_significance, decimal, format_params, mark, pair_label,
-                                    per_column, signature_text, splits_text, standin_lines, stat_test_text)
+                                    per_column, signature_text, source_bins, splits_text, standin_lines,
+                                    stat_test_text)
 from pipeline.report.layouts import register_layout
 from pipeline.report.reported import Cell, ReportedTable, Row
 from pipeline.report.table import Table
@@ -296,34 +297,10 @@ def fig5(cells: dict, facts: dict) -> tuple[Table, Figure]:
 
 
 # ------------------------------------------------------------------ BLEU by source length (section 5.4)
-def _source_bins(cell, where: str, column: str = "en-de") -> list[dict]:
-    """The source-length bins of a cell's length analysis ({"source": [...], ...} or the list itself), checked."""
-    check_keys(cell, where, ("length",), ("system",))
-    bins, at = cell["length"], f"{where}.length"
-    if isinstance(bins, dict):
-        check_keys(bins, at, ("source",), ("target",))
-        bins, at = bins["source"], f"{at}.source"
-    if not isinstance(bins, list) or not bins:
-        raise PipelineError(f"{at}: expected a non-empty list of {{'bin', 'bleu', 'n'}} dicts, got {bins!r}"[:400])
-    for i, item in enumerate(bins):
-        item_at = f"{at}[{i}]"
-        if not isinstance(item, dict) or set(item) != {"bin", "bleu", "n"}:
-            raise PipelineError(f"{item_at}: expected a dict with keys 'bin', 'bleu', 'n', got {item!r}")
-        if not isinstance(item["bin"], str) or not item["bin"]:
-            raise PipelineError(f"{item_at}.bin: expected a label like '(0, 15]', got {item['bin']!r}")
-        n = check_number(item["n"], f"{item_at}.n", int, optional=False)
-        if n < 0:
-            raise PipelineError(f"{item_at}.n: expected a sentence count >= 0, got {n!r}")
-        check_number(item["bleu"], f"{item_at}.bleu", float, optional=n == 0)
-        if n == 0 and item["bleu"] is not None:
-            raise PipelineError(f"{item_at}.bleu: expected None for an empty bin, got {item['bleu']!r}")
-    return bins
-
-
 def _length_bins(cells: dict, facts: dict) -> tuple[list[str], dict[str, list[dict]]]:
     """(bin labels, row -> checked bins); every row the same bins and sentence counts."""
-    check_cells(cells, LENGTH_ROWS, EN_DE, _source_bins)
-    found = {row: _source_bins(c, f"cells.{row}.en-de", "en-de") for row in LENGTH_ROWS if (c := _cell(cells, row))}
+    check_cells(cells, LENGTH_ROWS, EN_DE, source_bins)
+    found = {row: source_bins(c, f"cells.{row}.en-de", "en-de") for row in LENGTH_ROWS if (c := _cell(cells, row))}
     first = next(iter(found), None)
     for row, bins in found.items():
         if [b["bin"] for b in bins] != [b["bin"] for b in found[first]]:
