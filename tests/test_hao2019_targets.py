@@ -3,22 +3,16 @@ import re
 
 import pytest
 
-from workspace import make_workspace, project_params, read_table, run, toy_project_params
+from workspace import make_workspace, paper_targets, project_params, read_table, run, toy_project_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
 
 
-def hao2019_targets() -> list[str]:
-    _, papers = project_params()
-    specs = {**papers["hao2019"]["tables"], **papers["hao2019"]["figures"]}
-    return sorted(f"results/hao2019/{name.removeprefix('hao2019-')}.tsv" for name in specs)
-
-
 def test_every_hao2019_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, {"hao2019": papers["hao2019"]})
-    targets = hao2019_targets()
+    targets = paper_targets("hao2019")
     assert {"results/hao2019/table1.tsv", "results/hao2019/table5.tsv", "results/hao2019/fig5.tsv"} <= set(targets)
     dry = run(["snakemake", "-n", "-p", "--cores", "1", "--config", "scale=paper", "--", *targets], ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
@@ -31,7 +25,7 @@ def test_every_hao2019_target_dry_runs_at_paper_scale(tmp_path):
 def test_every_hao2019_target_builds_on_a_toy_corpus(tmp_path):
     shared, papers = toy_project_params()
     ws = make_workspace(tmp_path / "ws", shared, {"hao2019": papers["hao2019"]})
-    targets = hao2019_targets()
+    targets = paper_targets("hao2019")
     run(["snakemake", *PROFILE, "--", *targets], ws, timeout=1500)
 
     table1 = read_table(ws / "results/hao2019/table1.tsv")

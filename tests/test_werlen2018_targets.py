@@ -6,23 +6,17 @@ import re
 import pytest
 import yaml
 
-from workspace import make_workspace, project_params, read_table, run, toy_project_params
+from workspace import make_workspace, paper_targets, project_params, read_table, run, toy_project_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
 DIRECTIONS = ("en-zh", "es-en", "en-de")
 
 
-def werlen2018_targets() -> list[str]:
-    _, papers = project_params()
-    specs = {**papers["werlen2018"]["tables"], **papers["werlen2018"]["figures"]}
-    return sorted(f"results/werlen2018/{name.removeprefix('werlen2018-')}.tsv" for name in specs)
-
-
 def test_every_werlen2018_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = werlen2018_targets()
+    targets = paper_targets("werlen2018")
     assert len(targets) == 9  # Tables 1-6, Figures 2-4
     dry = run(["snakemake", *PROFILE, "-n", "--config", "scale=paper", "--", *targets], ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))

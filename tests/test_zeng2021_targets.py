@@ -3,23 +3,17 @@ import re
 
 import pytest
 
-from workspace import make_workspace, project_params, read_table, run, toy_project_params
+from workspace import make_workspace, paper_targets, project_params, read_table, run, toy_project_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
 KEPT_PAIRS = ("en-de", "en-fr", "zh-en")  # Table 1 on toy corpora: three of its ten directions keep the test short
 
 
-def zeng2021_targets() -> list[str]:
-    _, papers = project_params()
-    specs = {**papers["zeng2021"]["tables"], **papers["zeng2021"]["figures"]}
-    return sorted(f"results/zeng2021/{name.removeprefix('zeng2021-')}.tsv" for name in specs)
-
-
 def test_every_zeng2021_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = zeng2021_targets()
+    targets = paper_targets("zeng2021")
     assert len(targets) == 10  # Tables 1-4, Figures 3-8
     dry = run(["snakemake", "-n", "-p", "--cores", "1", "--config", "scale=paper", "--", *targets], ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
@@ -51,7 +45,7 @@ def _toy_params() -> tuple[dict, dict]:
 
 def test_every_zeng2021_target_builds_on_toy_corpora(tmp_path):
     ws = make_workspace(tmp_path / "ws", *_toy_params())
-    run(["snakemake", *PROFILE, "--", *zeng2021_targets()], ws, timeout=1500)
+    run(["snakemake", *PROFILE, "--", *paper_targets("zeng2021")], ws, timeout=1500)
     results = ws / "results/zeng2021"
 
     table1 = read_table(results / "table1.tsv")

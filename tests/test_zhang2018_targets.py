@@ -6,22 +6,16 @@ import re
 
 import pytest
 
-from workspace import make_workspace, project_params, read_table, run, toy_project_params
+from workspace import make_workspace, paper_targets, project_params, read_table, run, toy_project_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
 
 
-def zhang2018_targets() -> list[str]:
-    _, papers = project_params()
-    specs = {**papers["zhang2018"]["tables"], **papers["zhang2018"]["figures"]}
-    return sorted(f"results/zhang2018/{name.removeprefix('zhang2018-')}.tsv" for name in specs)
-
-
 def test_every_zhang2018_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = zhang2018_targets()
+    targets = paper_targets("zhang2018")
     assert len(targets) == 6  # Tables 1-4, Figures 3-4
     dry = run(["snakemake", "--profile", "workflows/profiles/slurm", "-n", "--config", "scale=paper", "--", *targets],
               ws)

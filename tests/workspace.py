@@ -73,6 +73,13 @@ def project_params() -> tuple[dict, dict[str, dict]]:
     return shared, papers
 
 
+def paper_targets(paper: str) -> list[str]:
+    """results/<paper>/<file>.tsv of every table and figure the project's params/<paper>.yaml defines."""
+    _, papers = project_params()
+    specs = {**papers[paper]["tables"], **papers[paper].get("figures", {})}
+    return sorted(f"results/{paper}/{name.removeprefix(paper + '-')}.tsv" for name in specs)
+
+
 def toy_project_params() -> tuple[dict, dict[str, dict]]:
     """The project's own params with every corpus, model and recipe shrunk to toy size (same systems and tables)."""
     shared, papers = project_params()
