@@ -226,7 +226,11 @@ def cmd_score(args) -> None:
     from pipeline.evaluate.metrics import get_metric
     metric = get_metric(args.metric)
     hyps, refs = read_lines(args.hyp), references(args.ref_dir, args.test_set, args.lang)
-    if metric.tokenized and not args.pretokenized:  # tokenised BLEU: our detokenised output tokenised again
+    segmenter = ""
+    if metric.tokenized and not args.pretokenized and args.lang == "ja":  # words, as WAT scores Japanese
+        from pipeline.evaluate.ja_segment import SEGMENTER, segment_ja
+        hyps, refs, segmenter = segment_ja(hyps), [segment_ja(r) for r in refs], f"|seg:{SEGMENTER}"
+    elif metric.tokenized and not args.pretokenized:  # tokenised BLEU: our detokenised output tokenised again
         from pipeline.data.tokenize import tokenize_lines
         hyps, refs = tokenize_lines(hyps, args.lang), [tokenize_lines(r, args.lang) for r in refs]
     if metric.tokenized and args.truecaser:  # a truecased corpus: BLEU on tokenised, truecased text
@@ -234,7 +238,7 @@ def cmd_score(args) -> None:
         truecaser = load_truecaser(Path(args.truecaser))
         hyps, refs = truecase_lines(hyps, truecaser), [truecase_lines(r, truecaser) for r in refs]
     result = metric.score(hyps, refs, args.lang)
-    result.update({"system": args.system, "test_set": args.test_set})
+    result.update({"system": args.system, "test_set": args.test_set, "signature": result["signature"] + segmenter})
     _write_json(args.output, result)
     print(f"{args.system} {args.test_set}: {args.metric} {result['score']:.2f} ({result['signature']})")
 

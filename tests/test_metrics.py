@@ -30,7 +30,7 @@ def test_registered_metrics_and_unknown_name():
     assert {"sacrebleu", "sacrebleu-ci", "multi-bleu", "multi-bleu-ci", "rouge"} <= set(METRICS)
     assert get_metric("multi-bleu").tokenized and get_metric("multi-bleu-ci").tokenized
     assert not get_metric("sacrebleu").tokenized and not get_metric("rouge").tokenized
-    with pytest.raises(PipelineError, match="unknown metric 'bleu'.*multi-bleu, multi-bleu-ci, rouge, sacrebleu"):
+    with pytest.raises(PipelineError, match="unknown metric 'bleu'.*multi-bleu, multi-bleu-ci, ribes, rouge, sacrebleu"):
         get_metric("bleu")
 
 

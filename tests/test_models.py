@@ -30,6 +30,7 @@ R = {"encoder": "recurrence", "decoder": "recurrence"}
 MC = {"encoder": "multicolumn", "decoder": "transformer"}
 RNN = {"encoder": "birnn", "decoder": "cgru"}
 RNMT = {"encoder": "rnmt", "decoder": "cgru", "readout": "maxout"}
+SHU = {"encoder": "birnn", "decoder": "lstm_attention", "cell": "lstm"}
 SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=2, dropout=0.1, attention_dropout=0.1)
 SMALL_RNN = dict(embed=12, hidden=10, dropout=0.1)
 VARIANTS = {
@@ -68,6 +69,11 @@ VARIANTS = {
     "rnmt": {**RNMT, "hidden": 12, "rn_widths": [1, 3], "rn_channels": [4, 6], "rn_hidden": 8},
     "rnmt-rnnsearch-tanh": {**RNMT, "decoder": "rnnsearch", "readout": "tanh", "hidden": 12, "rn_widths": [3],
                             "rn_channels": [5], "rn_hidden": 6, "rn_gp_layers": 1, "rn_mlp_layers": 1},
+    # shu2016's four decoders (tests/test_shu2016_models.py: eq. 7-8, 11-13 by hand); an LSTM encoder as the paper's
+    "shu-baseline": {**SHU, "attention_dim": 7},
+    "shu-enlarged": {**SHU, "attention_dim": 7, "dec_hidden": 14},
+    "shu-stacked": {**SHU, "attention_dim": 7, "layers": 2},
+    "shu-residual": {**SHU, "attention_dim": 7, "layers": 2, "residual": True, "output_bias": True},
 }
 V_SRC, V_TGT = 11, 13
 SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
@@ -167,6 +173,7 @@ def test_every_parameter_gets_a_gradient(name):
 # ---- the copy task (moved from tests/test_train.py) -------------------------------------------------------------
 
 COPY = dict(d_model=64, ffn_dim=128, heads=4, enc_layers=2, dec_layers=2, dropout=0.0)
+SHU_COPY = dict(SHU, cell="gru", embed=128, hidden=128, attention_dim=128, output_bias=True)
 COPY_REC = dict(COPY, **R, rec_type="biarn", rec_steps=8, integration="stack", integrate_into="top")
 # Every model variant the tables use. A newly registered encoder or decoder kind fails
 # test_every_encoder_and_decoder_kind_has_a_copy_task_variant until it gets an entry.
@@ -187,6 +194,12 @@ COPY_VARIANTS = {
     "attentive-residual": dict(RNN, embed=64, hidden=64, dropout=0.0, summary="attention"),
     "rnnsearch": dict(RNN, decoder="rnnsearch", embed=64, hidden=64, dropout=0.0),
     "rnmt": dict(RNMT, embed=64, hidden=64, dropout=0.0, rn_widths=[1, 3], rn_channels=[32, 32], rn_hidden=32),
+    # shu2016 at 128 units with b_o (eq. 8, 13) and a GRU encoder: at 64 units, or with the paper's LSTM encoder (as
+    # dl4mt's), 250 steps leave the stacked decoder above NLL 0.5 (its slow training is the paper's own finding)
+    "shu-baseline": dict(SHU_COPY),
+    "shu-enlarged": dict(SHU_COPY, dec_hidden=180),
+    "shu-stacked": dict(SHU_COPY, layers=2),
+    "shu-residual": dict(SHU_COPY, layers=2, residual=True),
 }
 
 

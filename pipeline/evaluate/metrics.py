@@ -9,9 +9,8 @@ A metric object has:
 - sentence_scores(stats, field=None) -> array [N]: one score per sentence (t-test, sign test);
 - fields: what `field` may name (the first is "score"); tokenized: True if the caller must tokenise the text.
 
-Registered here: sacrebleu, sacrebleu-ci, multi-bleu, multi-bleu-ci, rouge.
-Later papers add "ribes" (shu2016) and "nist-bleu" (werlen2018, zhang2018) in their own modules with the same
-@register_metric decorator, and import those modules at the bottom of this file.
+Registered here: sacrebleu, sacrebleu-ci, multi-bleu, multi-bleu-ci, rouge; in their own modules with the same
+@register_metric decorator, imported at the bottom of this file: ribes (ribes.py, shu2016).
 """
 from __future__ import annotations
 
@@ -191,5 +190,5 @@ class Rouge(Metric):
         return 100 * self.check_stats(stats, len(rs.ROUGE_TYPES))[:, column].astype(np.float64)
 
 
-# Metrics defined in other modules register on import; import them here, e.g.
-# import pipeline.evaluate.ribes  # noqa: F401  "ribes" (shu2016)
+# Metrics defined in other modules register on import; import them here.
+import pipeline.evaluate.ribes  # noqa: E402,F401  "ribes" (shu2016)
