@@ -268,14 +268,11 @@ def cmd_significance(args) -> None:
 
 
 def cmd_length_bins(args) -> None:
-    from pipeline.evaluate.bleu import target_tokenizer
-    from pipeline.evaluate.length import bleu_by_length
+    from pipeline.evaluate.length import bleu_by_length, score_by_length
     settings = json.loads(args.settings)
-    hyps, refs = read_lines(args.hyp), read_lines(args.ref)
     bins = [tuple(b) for b in settings["bins"]]
     by = {"source": args.src, "target": args.tgt}
     if settings.get("metric"):  # the score file's per-sentence stats, summed per bin
-        from pipeline.evaluate.length import score_by_length
         from pipeline.evaluate.metrics import get_metric
         scores = _read_json(args.scores) if args.scores else {}
         if scores.get("metric") != settings["metric"]:
@@ -284,7 +281,9 @@ def cmd_length_bins(args) -> None:
         metric = get_metric(settings["metric"])
         result = {kind: score_by_length(read_lines(by[kind]), scores["stats"], metric, bins=bins)
                   for kind in settings["by"]}
-    else:
+    else:  # sacreBLEU against the first reference
+        from pipeline.evaluate.bleu import target_tokenizer
+        hyps, refs = read_lines(args.hyp), read_lines(args.ref)
         result = {kind: bleu_by_length(read_lines(by[kind]), hyps, refs, tokenize=target_tokenizer(args.lang),
                                        bins=bins) for kind in settings["by"]}
     _write_json(args.output, result)
