@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
-from pipeline.data.batching import make_batch
+from pipeline.evaluate.forced import forced_batches
 from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
 from pipeline.models.ran import using
@@ -127,12 +127,9 @@ def attention_statistics(model: nn.Module, src_ids: list[list[int]], tgt_ids: li
     _check(src_ids, tgt_ids, batch_size, bins)
     sides = {side: _Side(len(_layers(model, side)), bins) for side in SIDES}
     device = next(model.parameters()).device
-    order = sorted(range(len(src_ids)), key=lambda k: (len(tgt_ids[k]), len(src_ids[k]), k))  # less padding
     masks: dict[str, tuple[Tensor, Tensor]] = {}
     with inference(model), _hooks(model, lambda side, i, w: sides[side].add(i, w, *masks[side])):
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            src, tgt_in, _ = make_batch([src_ids[k] for k in chunk], [tgt_ids[k] for k in chunk])
+        for _, src, tgt_in, _ in forced_batches(src_ids, tgt_ids, batch_size):
             src_ok, tgt_ok = src.ne(PAD), tgt_in.ne(PAD)  # masks stay on the CPU, as the sums
             causal = torch.ones(tgt_in.size(1), tgt_in.size(1), dtype=torch.bool).tril()
             masks["enc"] = (src_ok, src_ok[:, :, None] & src_ok[:, None, :])

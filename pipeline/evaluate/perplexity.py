@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from pipeline.data.batching import make_batch
+from pipeline.evaluate.forced import forced_batches
 from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
 from pipeline.search import inference
@@ -35,12 +35,9 @@ def perplexity(model: nn.Module, src_ids: list[list[int]], tgt_ids: list[list[in
     _check(src_ids, tgt_ids, batch_size)
     param = next(model.parameters(), None)
     device = param.device if param is not None else torch.device("cpu")
-    order = sorted(range(len(src_ids)), key=lambda k: (len(tgt_ids[k]), len(src_ids[k]), k))  # less padding
     total, tokens = 0.0, 0
     with inference(model):
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            src, tgt_in, tgt_out = make_batch([src_ids[k] for k in chunk], [tgt_ids[k] for k in chunk])
+        for _, src, tgt_in, tgt_out in forced_batches(src_ids, tgt_ids, batch_size):
             tgt_out = tgt_out.to(device)
             log_probs = torch.log_softmax(model(src.to(device), tgt_in.to(device)).float(), dim=-1)  # [B,T,V]
             nll = -log_probs.gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)  # [B,T]

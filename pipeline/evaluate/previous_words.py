@@ -17,7 +17,7 @@ from typing import Iterable, Sequence, Union
 import numpy as np
 from torch import nn
 
-from pipeline.data.batching import make_batch
+from pipeline.evaluate.forced import forced_batches
 from pipeline.data.vocab import BOS, EOS, SPECIALS
 from pipeline.errors import PipelineError
 from pipeline.search import inference
@@ -57,12 +57,9 @@ def previous_word_attention(model: nn.Module, src_ids: list[list[int]], tgt_ids:
         raise PipelineError(f"previous_word_attention: model {type(model).__name__} has no decoder offering "
                             "previous_word_weights (expected an encoder-decoder with the cgru decoder)")
     device = next(model.parameters()).device
-    order = sorted(range(len(src_ids)), key=lambda k: (len(tgt_ids[k]), len(src_ids[k]), k))  # less padding
     out: list[np.ndarray | None] = [None] * len(src_ids)
     with inference(model):
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            src, tgt_in, _ = make_batch([src_ids[k] for k in chunk], [tgt_ids[k] for k in chunk])
+        for chunk, src, tgt_in, _ in forced_batches(src_ids, tgt_ids, batch_size):
             weights = decoder.previous_word_weights(model.tgt_embed(tgt_in.to(device)), model.encode(src.to(device)))
             if weights is None:
                 return None

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline.data.batching import make_batch
+from pipeline.evaluate.forced import forced_batches
 from pipeline.errors import PipelineError
 from pipeline.search import inference
 
@@ -39,13 +39,10 @@ def source_attention(model: nn.Module, src_ids: Sequence[Sequence[int]], tgt_ids
     steps: list[torch.Tensor] = []
     handle = _attention_module(model).register_forward_hook(lambda module, args, output: steps.append(output[1]))
     device = next(model.parameters()).device
-    order = sorted(range(len(src_ids)), key=lambda k: (len(tgt_ids[k]), len(src_ids[k]), k))  # less padding
     out: list[np.ndarray | None] = [None] * len(src_ids)
     try:
         with inference(model):
-            for start in range(0, len(order), batch_size):
-                chunk = order[start:start + batch_size]
-                src, tgt_in, _ = make_batch([src_ids[k] for k in chunk], [tgt_ids[k] for k in chunk])
+            for chunk, src, tgt_in, _ in forced_batches(src_ids, tgt_ids, batch_size):
                 steps.clear()
                 model(src.to(device), tgt_in.to(device))
                 weights = torch.stack(steps, 1).double().cpu().numpy()  # [B,T,S]
