@@ -9,6 +9,7 @@ include: "workflows/rules/common.smk"
 include: "workflows/rules/data.smk"
 include: "workflows/rules/train.smk"
 include: "workflows/rules/evaluate.smk"
+include: "workflows/rules/combine.smk"
 include: "workflows/rules/report.smk"
 
 

@@ -37,6 +37,8 @@ ANALYSES: dict[str, dict[str, tuple[type, object]]] = {
     # <split>.links of the corpus's raw directory (the first `sentences` pairs), and the word attention of the
     # `shown` sentences (1-based)
     "alignment": {"sentences": (int, 1_000_000), "batch_size": (int, 50), "shown": (list, [1, 2])},
+    # a learning curve of the run (pipeline/evaluate/curves.py: CURVES) over its first `epochs` epochs (0: all)
+    "curves": {"curve": (str, "valid/nll"), "epochs": (int, 0)},
 }
 # Kinds computed once per table column (over the column's systems) instead of once per system.
 PER_COLUMN = frozenset({"ranking"})
@@ -66,7 +68,7 @@ def check_settings(kind: str, settings: dict) -> dict:
 
 
 def _check_values(kind: str, s: dict) -> None:
-    positive = [k for k, (t, _) in ANALYSES[kind].items() if t is int and k not in ("hidden",)]
+    positive = [k for k, (t, _) in ANALYSES[kind].items() if t is int and k not in ("hidden", "epochs")]
     for key in positive:
         if s[key] < 1:
             raise PipelineError(f"{key}: expected an integer >= 1, got {s[key]!r}")
@@ -84,5 +86,11 @@ def _check_values(kind: str, s: dict) -> None:
                 raise PipelineError(f"{key}: expected a non-empty list of positive integers, got {s[key]!r}")
     if kind == "alignment" and any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in s["shown"]):
         raise PipelineError(f"shown: expected a list of 1-based sentence numbers, got {s['shown']!r}")
+    if kind == "curves":
+        from pipeline.evaluate.curves import CURVES
+        if s["curve"] not in CURVES:
+            raise PipelineError(f"curve: expected one of {', '.join(CURVES)}, got {s['curve']!r}")
+        if s["epochs"] < 0:
+            raise PipelineError(f"epochs: expected an integer >= 0 (0: the whole run), got {s['epochs']!r}")
     if kind == "probing" and s["hidden"] < 0:
         raise PipelineError(f"hidden: expected an integer >= 0 (0: a linear probe), got {s['hidden']!r}")

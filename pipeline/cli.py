@@ -223,24 +223,136 @@ def references(ref_dir: str, test_set: str, lang: str) -> list[list[str]]:
 
 
 def cmd_score(args) -> None:
+    from pipeline.evaluate.metric_text import metric_lines, segmenter_signature
     from pipeline.evaluate.metrics import get_metric
     metric = get_metric(args.metric)
     hyps, refs = read_lines(args.hyp), references(args.ref_dir, args.test_set, args.lang)
-    segmenter = ""
-    if metric.tokenized and not args.pretokenized and args.lang == "ja":  # words, as WAT scores Japanese
-        from pipeline.evaluate.ja_segment import SEGMENTER, segment_ja
-        hyps, refs, segmenter = segment_ja(hyps), [segment_ja(r) for r in refs], f"|seg:{SEGMENTER}"
-    elif metric.tokenized and not args.pretokenized:  # tokenised BLEU: our detokenised output tokenised again
-        from pipeline.data.tokenize import tokenize_lines
-        hyps, refs = tokenize_lines(hyps, args.lang), [tokenize_lines(r, args.lang) for r in refs]
-    if metric.tokenized and args.truecaser:  # a truecased corpus: BLEU on tokenised, truecased text
-        from pipeline.data.truecase import load_truecaser, truecase_lines
-        truecaser = load_truecaser(Path(args.truecaser))
-        hyps, refs = truecase_lines(hyps, truecaser), [truecase_lines(r, truecaser) for r in refs]
-    result = metric.score(hyps, refs, args.lang)
-    result.update({"system": args.system, "test_set": args.test_set, "signature": result["signature"] + segmenter})
+    prepared = [metric_lines(lines, metric, args.lang, args.pretokenized, args.truecaser) for lines in [hyps] + refs]
+    result = metric.score(prepared[0], prepared[1:], args.lang)
+    signature = result["signature"] + segmenter_signature(metric, args.lang, args.pretokenized)
+    result.update({"system": args.system, "test_set": args.test_set, "signature": signature})
     _write_json(args.output, result)
     print(f"{args.system} {args.test_set}: {args.metric} {result['score']:.2f} ({result['signature']})")
+
+
+# ------------------------------------------------------------------------------------- combined systems
+def cmd_external(args) -> None:
+    from pipeline.external import read_hyps, read_moses_nbest, supplied_dir
+    from pipeline.fileio import write_nbest
+    folder = supplied_dir(args.dir, args.key, args.system)
+    sentences = len(read_lines(args.source))
+    if args.nbest:
+        write_nbest(args.output, read_moses_nbest(folder / f"{args.split}.nbest", sentences, args.nbest))
+    else:
+        write_lines(args.output, read_hyps(folder / f"{args.split}.hyp", sentences))
+    print(f"{args.system} {args.split}: {sentences} sentences from {folder}", file=sys.stderr)
+
+
+def cmd_rerank(args) -> None:
+    from pipeline.data.vocab import Vocab
+    from pipeline.fileio import read_nbest
+    from pipeline.rerank import prepare_candidates, rerank_choice, sentence_log_probs
+    settings = json.loads(args.settings)
+    src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
+    sources = [src_vocab.encode(line) for line in read_lines(args.src)]
+    lists = read_nbest(args.nbest, sentences=len(sources))
+    truecaser = bpe = None
+    if args.truecaser:
+        from pipeline.data.truecase import load_truecaser
+        truecaser = load_truecaser(Path(args.truecaser))
+    if args.codes_dir:
+        from pipeline.data.subword import codes_for, load_bpe
+        bpe = load_bpe(codes_for(Path(args.codes_dir), "tgt"))
+    flat = [(i, text) for i, hyps in enumerate(lists) for _, text in hyps]
+    prepared = prepare_candidates([text for _, text in flat], args.lang, truecaser, bpe, args.pretokenized)
+    model, _ = _load_systems(args.model)
+    scores = sentence_log_probs(model, [sources[i] for i, _ in flat], [tgt_vocab.encode(c) for c in prepared],
+                                batch_size=args.batch_size)
+    chosen, at = [], 0
+    for hyps in lists:
+        if not hyps:
+            raise PipelineError(f"{args.nbest}: sentence {len(chosen)} has no candidates; expected at least one")
+        pick = rerank_choice(scores[at:at + len(hyps)], settings["length"])
+        chosen.append(hyps[pick][1])
+        at += len(hyps)
+    write_lines(args.output, chosen)
+    moved = sum(hyps[0][1] != text for hyps, text in zip(lists, chosen))
+    print(f"reranked {len(lists)} n-best lists ({len(flat)} candidates); {moved} first choices changed",
+          file=sys.stderr)
+
+
+def _pooled(paths: list[str], sentences: int, metric, lang: str, pretokenized: bool, truecaser: str,
+            keep: int | None = None) -> tuple[list[list[str]], list[list[list[str]]]]:
+    """Per sentence (the first `keep` of `sentences`, all for None) the pooled candidates of every n-best file (file
+    order, duplicates kept) and their tokens as the metric reads them."""
+    from pipeline.evaluate.metric_text import metric_lines
+    from pipeline.fileio import read_nbest
+    keep = sentences if keep is None else min(keep, sentences)
+    pooled: list[list[str]] = [[] for _ in range(keep)]
+    for path in paths:
+        for i, hyps in enumerate(read_nbest(path, sentences=sentences)[:keep]):
+            if not hyps:
+                raise PipelineError(f"{path}: sentence {i} has no candidates; expected at least one")
+            pooled[i] += [text for _, text in hyps]
+    flat = metric_lines([text for texts in pooled for text in texts], metric, lang, pretokenized, truecaser)
+    tokens, at = [], 0
+    for texts in pooled:
+        tokens.append([line.split() for line in flat[at:at + len(texts)]])
+        at += len(texts)
+    return pooled, tokens
+
+
+def cmd_gmbr_tune(args) -> None:
+    import numpy as np
+
+    from pipeline.combination import FEATURES, expected_features, tune_theta
+    from pipeline.evaluate.metric_text import metric_lines
+    from pipeline.evaluate.metrics import get_metric
+    settings = json.loads(args.settings)
+    metric = get_metric(settings["metric"])
+    refs = references(args.ref_dir, args.split, args.lang)
+    pooled, tokens = _pooled(args.nbest, len(refs[0]), metric, args.lang, args.pretokenized, args.truecaser,
+                             keep=settings["tune_sentences"])
+    sentences = len(pooled)
+    refs = [r[:sentences] for r in refs]
+    refs = [metric_lines(r, metric, args.lang, args.pretokenized, args.truecaser) for r in refs]
+    flat_hyps = [" ".join(t) for cands in tokens for t in cands]
+    flat_refs = [[r[i] for i, cands in enumerate(tokens) for _ in cands] for r in refs]
+    stats, at, candidate_stats = metric.score(flat_hyps, flat_refs, args.lang)["stats"], 0, []
+    for cands in tokens:
+        candidate_stats.append(np.asarray(stats[at:at + len(cands)]))
+        at += len(cands)
+    expected = [expected_features(cands) for cands in tokens]
+    theta, score = tune_theta(expected, candidate_stats, metric, trials=settings["trials"], seed=settings["seed"])
+    first = metric.score_from_stats(np.stack([s[0] for s in candidate_stats]))
+    _write_json(args.output, {"theta": dict(zip(FEATURES, map(float, theta))), "metric": settings["metric"],
+                              "tune_split": args.split, "sentences": sentences, "tuned_score": score,
+                              "first_candidate_score": first, "candidates": sum(map(len, pooled))})
+    print(f"GMBR tuned on {sentences} {args.split} sentences: {settings['metric']} {score:.2f} (the first system's "
+          f"1-best: {first:.2f}); theta {dict(zip(FEATURES, theta.round(3).tolist()))}")
+
+
+def cmd_gmbr(args) -> None:
+    from pipeline.combination import FEATURES, expected_features, gmbr_choice
+    from pipeline.evaluate.metrics import get_metric
+    tuned = _read_json(args.theta)
+    theta = [tuned["theta"][name] for name in FEATURES]
+    sentences = len(read_lines(args.source))
+    pooled, tokens = _pooled(args.nbest, sentences, get_metric(tuned["metric"]), args.lang, args.pretokenized,
+                             args.truecaser)
+    picks = [gmbr_choice(expected_features(cands), theta) for cands in tokens]
+    write_lines(args.output, [texts[k] for texts, k in zip(pooled, picks)])
+    print(f"GMBR chose among {sum(map(len, pooled))} candidates of {sentences} sentences", file=sys.stderr)
+
+
+def cmd_length_switch(args) -> None:
+    from pipeline.combination import length_heuristic
+    lengths = [len(line.split()) for line in read_lines(args.source)]
+    short, long = read_lines(args.short), read_lines(args.long)
+    out = length_heuristic(lengths, short, long, threshold=args.threshold)
+    write_lines(args.output, out)
+    print(f"{sum(n < args.threshold for n in lengths)} of {len(lengths)} sentences below {args.threshold} source "
+          f"words took {args.short}", file=sys.stderr)
 
 
 def cmd_scores(args) -> None:
@@ -357,6 +469,16 @@ def cmd_alignment(args) -> None:
     matrices = source_attention(model, src_ids, tgt_ids, batch_size=settings["batch_size"])
     _write_json(args.output, alignment_analysis(matrices, src_lines, tgt_lines, gold, shown=settings["shown"],
                                                 where=args.gold))
+
+
+def cmd_curve(args) -> None:
+    from pipeline.evaluate.curves import first_epochs, read_curve, steps_per_epoch
+    settings = json.loads(args.settings)
+    per_epoch = steps_per_epoch(_read_json(args.summary), where=args.summary)
+    points = first_epochs(read_curve(args.curve), per_epoch, settings["epochs"])
+    _write_json(args.output, {"curve": settings["curve"], "epochs": settings["epochs"], "steps_per_epoch": per_epoch,
+                              "points": [[step, value] for step, value in points]})
+    print(f"{len(points)} points of {settings['curve']} ({per_epoch:.1f} updates per epoch)")
 
 
 def cmd_ranking(args) -> None:
@@ -583,6 +705,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--truecaser", default="", help="tokenised metrics: truecase hypotheses and references with "
                                                    "this model (a truecased corpus's target side)")
 
+    p = step("external", cmd_external, "bring a supplied system's translations or n-best lists into the pipeline")
+    for name in ("--key", "--system", "--split", "--source", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--dir", default="", help="the directory paths.manual.<key> names ('' when unset)")
+    p.add_argument("--nbest", type=int, default=0, help="write the first N of each n-best list (0: the 1-best file)")
+
+    p = step("rerank", cmd_rerank, "rerank n-best lists by a model's (or an ensemble's) log-probability")
+    p.add_argument("--model", action="append", required=True, help="model.pt; several: an ensemble")
+    for name in ("--nbest", "--src", "--src-vocab", "--tgt-vocab", "--lang", "--settings", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--truecaser", default="", help="the target side's truecasing model (truecased corpora)")
+    p.add_argument("--codes-dir", default="", help="the corpus's BPE codes (corpora that segment the target side)")
+    p.add_argument("--pretokenized", action="store_true", help="the corpus is already tokenised (toy corpora)")
+    p.add_argument("--batch-size", type=int, default=50)
+
+    for name, func, help_text in (("gmbr-tune", cmd_gmbr_tune, "tune GMBR's loss weights on development n-best lists"),
+                                  ("gmbr", cmd_gmbr, "GMBR system combination of pooled n-best lists")):
+        p = step(name, func, help_text)
+        p.add_argument("--nbest", nargs="+", required=True, help="one n-best file per system")
+        for option in ("--lang", "--output") + (("--ref-dir", "--split", "--settings") if name == "gmbr-tune"
+                                                 else ("--theta", "--source")):
+            p.add_argument(option, required=True)
+        p.add_argument("--pretokenized", action="store_true", help="the corpus is already tokenised (toy corpora)")
+        p.add_argument("--truecaser", default="", help="tokenised metrics: the target side's truecasing model")
+
+    p = step("length-switch", cmd_length_switch, "per sentence one system's output below a source length, else "
+             "another's")
+    for name in ("--source", "--short", "--long", "--output"):
+        p.add_argument(name, required=True)
+    p.add_argument("--threshold", type=int, required=True, help="source words (whitespace tokens)")
+
     p = step("scores", cmd_scores, "collect a system's score files into one summary (DVC metrics)")
     p.add_argument("--inputs", nargs="+", required=True)
     p.add_argument("--output", required=True)
@@ -619,6 +772,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = step("alignment", cmd_alignment, "alignment error rate of the attention's argmax links against gold "
              "alignments (teacher-forced on the references), and the word attention of chosen sentences")
     for name in ("--model", "--src", "--tgt", "--src-vocab", "--tgt-vocab", "--gold", "--output", "--settings"):
+        p.add_argument(name, required=True)
+
+    p = step("curve", cmd_curve, "a run's learning curve over its first epochs")
+    for name in ("--curve", "--summary", "--settings", "--output"):
         p.add_argument(name, required=True)
 
     p = step("ranking", cmd_ranking, "blind human-ranking sheets of several systems' translations (the key kept "

@@ -2,7 +2,7 @@
 
 params.yaml holds what all papers share (scale, seed, paths, decoding and significance defaults); each
 params/<paper>.yaml holds one paper's corpora, model presets, recipes, systems (experiments, grids,
-ensembles), tables and figures. Names are global: a paper may use another paper's corpus, preset or recipe.
+ensembles, outputs of outside systems, combinations), tables and figures. Names are global: a paper may use another paper's corpus, preset or recipe.
 Every error names the file and the key (e.g. `params/<paper>.yaml: experiments.<name>.model`) and what
 was expected. Any leaf may be given per scale as `{tiny: ..., paper: ...}`; resolution picks the active scale.
 """
@@ -21,7 +21,8 @@ from pipeline.errors import PipelineError
 SCALES = ("tiny", "paper")
 PAPERS_DIR = "params"  # params/<paper>.yaml, beside params.yaml
 SHARED_KEYS = ("scale", "seed", "precision", "paths", "decoding", "significance")
-PAPER_KEYS = ("corpora", "models", "recipes", "experiments", "grids", "ensembles", "tables", "figures")
+PAPER_KEYS = ("corpora", "models", "recipes", "experiments", "grids", "ensembles", "external", "combinations", "tables",
+              "figures")
 RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
 DECODING_KEYS = {"beam": int, "length": str, "length_penalty": float, "batch_size": int, "max_len_a": float,
                  "max_len_b": int, "nbest": int}
@@ -31,7 +32,7 @@ CORPUS_KEYS = {"src": str, "tgt": str, "source": str, "max_len": int, "bpe_merge
                "joint_vocab": bool, "truecase": bool, "valid_size": int, "test_size": int, "test_sets": list,
                "bpe_sides": list, "vocab_size": int}
 SIDES = ("src", "tgt")
-SYSTEM_KEYS = ("corpus", "model", "recipe", "init", "options", "decoding")
+SYSTEM_KEYS = ("corpus", "model", "recipe", "init", "options", "decoding", "seed")
 TRAIN_FIELDS = ("n_params", "steps_per_s", "tokens_per_s", "wall_time_s", "steps", "epochs", "best_valid_nll")
 
 
@@ -93,6 +94,7 @@ class Experiment:
     options: dict = field(default_factory=dict)   # overrides of the preset's options for this system only
     decoding: dict = field(default_factory=dict)  # overrides of the shared decoding settings
     params_keys: tuple = ()                       # (file, key) pairs DVC tracks for this system
+    seed: int | None = None                       # its own initialisation seed (None: params.yaml's seed)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,36 @@ class Ensemble:
     corpus: str
     decoding: dict = field(default_factory=dict)
     params_keys: tuple = ()
+
+
+@dataclass(frozen=True)
+class External:
+    """A system outside the pipeline whose outputs the user supplies: paths.manual.<manual> is a directory holding
+    <split>.hyp (one translation per line) and, where a combination reads its n-best list, <split>.nbest."""
+    name: str
+    paper: str
+    corpus: str
+    manual: str
+    description: str
+    decoding: dict = field(default_factory=dict)
+    params_keys: tuple = ()
+
+
+@dataclass(frozen=True)
+class Combination:
+    """A system made from other systems' outputs (pipeline/combination.py METHODS): `inputs` role -> system(s)."""
+    name: str
+    paper: str
+    method: str
+    inputs: dict
+    settings: dict
+    corpus: str
+    decoding: dict = field(default_factory=dict)
+    params_keys: tuple = ()
+
+    def systems(self) -> list[str]:
+        """The systems it reads, in role order."""
+        return [s for value in self.inputs.values() for s in (value if isinstance(value, list) else [value])]
 
 
 @dataclass(frozen=True)
@@ -176,10 +208,17 @@ class Params:
     ensembles: dict[str, Ensemble] = field(default_factory=dict)
     tables: dict[str, Table] = field(default_factory=dict)
     files: dict = field(default_factory=dict)  # paper -> its params file
+    external: dict[str, External] = field(default_factory=dict)
+    combinations: dict[str, Combination] = field(default_factory=dict)
 
     @property
     def systems(self) -> dict:
-        """Every system a table cell may name: the experiments and the ensembles."""
+        """Every system a table cell may name: experiments, ensembles, outside systems and combinations."""
+        return {**self.experiments, **self.ensembles, **self.external, **self.combinations}
+
+    @property
+    def decoded(self) -> dict:
+        """The systems beam search translates with: the experiments and the ensembles."""
         return {**self.experiments, **self.ensembles}
 
     def corpus_of(self, system: str) -> Corpus:
@@ -205,8 +244,19 @@ class Params:
         return sorted(wanted)
 
     def members(self, system: str) -> list[str]:
-        """The trained experiments a system decodes with (itself, or an ensemble's members)."""
+        """The trained experiments behind a system: itself, an ensemble's members, none for an outside system, and
+        for a combination those of the systems it reads (in order, each once)."""
+        if system in self.combinations:
+            found = [m for s in self.combinations[system].systems() for m in self.members(s)]
+            return list(dict.fromkeys(found))
+        if system in self.external:
+            return []
         return list(self.ensembles[system].members) if system in self.ensembles else [system]
+
+    def seed_of(self, experiment: str) -> int:
+        """The initialisation seed of an experiment: its own, else params.yaml's."""
+        seed = self.experiments[experiment].seed
+        return self.seed if seed is None else seed
 
     @property
     def root(self) -> str:
@@ -337,7 +387,8 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
         manual={k: r.value(v, f"paths.manual.{k}", str) for k, v in manual.items()},
         decoding=decoding, significance=significance, corpora=house.corpora, models=house.models,
         recipes=house.recipes, experiments=house.experiments, ensembles=house.ensembles, tables=house.tables,
-        files={paper: path for paper, (path, _) in (papers or {}).items()},
+        files={paper: path for paper, (path, _) in (papers or {}).items()}, external=house.external,
+        combinations=house.combinations,
     )
 
 
@@ -351,10 +402,14 @@ class _House:
         self.recipes: dict[str, Recipe] = {}
         self.experiments: dict[str, Experiment] = {}
         self.ensembles: dict[str, Ensemble] = {}
+        self.external: dict[str, External] = {}
+        self.combinations: dict[str, Combination] = {}
         self.tables: dict[str, Table] = {}
         self.where: dict[tuple[str, str], str] = {}  # (kind, name) -> "file: key", for duplicate errors
         self.raw_systems: list = []   # (reader, paper, key, name, spec, params_keys)
         self.raw_ensembles: list = []
+        self.raw_external: list = []
+        self.raw_combinations: list = []
         self.raw_tables: list = []
 
     def _claim(self, r: _Reader, kind: str, name: str, key: str) -> None:
@@ -383,6 +438,9 @@ class _House:
             grids[grid] = self._grid(r, paper, path, grid, spec)
         for name, spec in r.mapping(raw.get("ensembles") or {}, "ensembles").items():
             self.raw_ensembles.append((r, paper, name, spec, ((path, f"ensembles.{name}"),)))
+        for group_key, todo in (("external", self.raw_external), ("combinations", self.raw_combinations)):
+            for name, spec in r.mapping(raw.get(group_key) or {}, group_key).items():
+                todo.append((r, paper, name, spec, ((path, f"{group_key}.{name}"),)))
         for group in ("tables", "figures"):
             for name, spec in r.mapping(raw.get(group) or {}, group).items():
                 self.raw_tables.append((r, paper, group, name, spec, grids, ((path, f"{group}.{name}"),)))
@@ -421,6 +479,12 @@ class _House:
         for r, paper, name, spec, keys in self.raw_ensembles:
             self._claim(r, "system", name, f"ensembles.{name}")
             self.ensembles[name] = self._ensemble(r, paper, name, spec, keys)
+        for r, paper, name, spec, keys in self.raw_external:
+            self._claim(r, "system", name, f"external.{name}")
+            self.external[name] = self._external(r, paper, name, spec, keys)
+        for r, paper, name, spec, keys in self.raw_combinations:
+            self._claim(r, "system", name, f"combinations.{name}")
+        self._combinations()
         for r, paper, group, name, spec, grids, keys in self.raw_tables:
             self._claim(r, "table or figure", name, f"{group}.{name}")
             self.tables[name] = self._table(r, paper, group, name, spec, grids, keys)
@@ -440,11 +504,12 @@ class _House:
         decoding = r.flat(spec.get("decoding") or {}, f"{key}.decoding", DECODING_KEYS)
         _check_decoding(r, decoding, f"{key}.decoding")
         init = r.value(spec["init"], f"{key}.init", str) if spec.get("init") is not None else None
+        seed = r.value(spec["seed"], f"{key}.seed", int) if spec.get("seed") is not None else None
         tracked = keys + ((self._file(model, "model preset"), f"models.{model}"),
                           (self._file(recipe, "recipe"), f"recipes.{recipe}"))
         return Experiment(name=name, paper=paper, model=model, recipe=recipe, init=init, options=options,
                           corpus=r.name_ref(spec["corpus"], f"{key}.corpus", self.corpora, "corpus"),
-                          decoding=decoding, params_keys=tracked)
+                          decoding=decoding, params_keys=tracked, seed=seed)
 
     def _file(self, name: str, kind: str) -> str:
         return self.where[(kind, name)].split(": ", 1)[0]
@@ -466,6 +531,49 @@ class _House:
         return Ensemble(name=name, paper=paper, members=members, corpus=corpora.pop(), decoding=decoding,
                         params_keys=keys)
 
+    def _external(self, r, paper, name, spec, keys) -> External:
+        key = f"external.{name}"
+        spec = r.mapping(spec, key)
+        r.keys(spec, key, ("corpus", "manual", "description"), required=("corpus", "manual", "description"))
+        return External(name=name, paper=paper, corpus=r.name_ref(spec["corpus"], f"{key}.corpus", self.corpora, "corpus"),
+                        manual=r.value(spec["manual"], f"{key}.manual", str),
+                        description=r.value(spec["description"], f"{key}.description", str), params_keys=keys)
+
+    def _combinations(self) -> None:
+        """Resolve combinations in dependency order (one may read another); a cycle is an error naming it."""
+        from pipeline.derived_systems import check_combination  # torch-free
+        raw = {name: (r, paper, spec, keys) for r, paper, name, spec, keys in self.raw_combinations}
+        known = {**{n: "experiment" for n in self.experiments}, **{n: "ensemble" for n in self.ensembles},
+                 **{n: "external" for n in self.external}, **{n: "combination" for n in raw}}
+        parsed, state = {}, {}
+
+        def resolve(name: str, chain: tuple) -> None:
+            if state.get(name) == "done":
+                return
+            r, paper, spec, keys = raw[name]
+            key = f"combinations.{name}"
+            if state.get(name) == "open":
+                r.fail(key, f"reads itself through {' -> '.join(chain + (name,))}; expected no cycle")
+            state[name] = "open"
+            try:
+                method, inputs, settings = check_combination(r.resolved(r.mapping(spec, key), key), known)
+            except PipelineError as err:
+                r.fail(key, str(err))
+            for system in [s for v in inputs.values() for s in (v if isinstance(v, list) else [v])]:
+                if system in raw:
+                    resolve(system, chain + (name,))
+            parsed[name] = Combination(name=name, paper=paper, method=method, inputs=inputs, settings=settings,
+                                       corpus="", params_keys=keys)
+            corpora = {self._corpus_of(s) for s in parsed[name].systems()}
+            if len(corpora) != 1:
+                r.fail(key, f"expected systems of one corpus, got {', '.join(sorted(corpora))}")
+            parsed[name] = Combination(**{**parsed[name].__dict__, "corpus": corpora.pop()})
+            self.combinations[name] = parsed[name]
+            state[name] = "done"
+
+        for name in raw:
+            resolve(name, ())
+
     def _table(self, r, paper, group, name, spec, grids, keys) -> Table:
         key = f"{group}.{name}"
         spec = r.mapping(spec, key)
@@ -474,7 +582,7 @@ class _House:
         if not name.startswith(f"{paper}-") or not output.replace("_", "").isalnum():
             r.fail(key, f"expected a name '{paper}-<file stem>' such as {paper}-table3 (it writes "
                         f"results/{paper}/<file stem>.tsv), got {name!r}")
-        systems = {**self.experiments, **self.ensembles}
+        systems = {**self.experiments, **self.ensembles, **self.external, **self.combinations}
         if ("cells" in spec) == ("grid" in spec):
             r.fail(key, "expected exactly one of 'cells' (row -> column -> system) and 'grid' (a grid's name)")
         if "grid" in spec:
@@ -529,7 +637,10 @@ class _House:
         return out
 
     def _corpus_of(self, system: str) -> str:
-        return (self.experiments.get(system) or self.ensembles[system]).corpus
+        for kind in (self.experiments, self.ensembles, self.external, self.combinations):
+            if system in kind:
+                return kind[system].corpus
+        raise KeyError(system)
 
     def _significance(self, r, key, raw, cells, values) -> Significance:
         raw = r.mapping(raw, key)
@@ -569,6 +680,9 @@ def _corpus(r: _Reader, paper: str, name: str, spec: Any) -> Corpus:
         values["test_sets"] = tuple(sets)
     if "bpe_sides" in values:
         values["bpe_sides"] = _bpe_sides(r, f"{key}.bpe_sides", values["bpe_sides"], values["joint_bpe"])
+    if values["bpe_merges"] < (1 if values.get("bpe_sides", SIDES) else 0):
+        r.fail(f"{key}.bpe_merges", f"expected an integer >= 1 (BPE merges; 0 only with bpe_sides: []), got "
+                                    f"{values['bpe_merges']!r}")
     if values.get("vocab_size", 0) < 0:
         r.fail(f"{key}.vocab_size", f"expected an integer >= 0 (the most frequent types kept; 0: every type), "
                                     f"got {values['vocab_size']!r}")

@@ -28,18 +28,22 @@ CORPUS_CODE = ("pipeline.data.registry", "pipeline.data.tokenize", "pipeline.dat
 TRAIN_CODE = ("pipeline.train", "pipeline.recipe", "pipeline.checkpoint", "pipeline.models.registry",
               "pipeline.data.vocab", "pipeline.data.batching")
 EVAL_CODE = ("pipeline.translate", "pipeline.search", "pipeline.ensemble", "pipeline.checkpoint",
-             "pipeline.evaluate.metrics", "pipeline.data.tokenize", "pipeline.data.subword", "pipeline.data.vocab")
+             "pipeline.evaluate.metrics", "pipeline.evaluate.metric_text", "pipeline.data.tokenize",
+             "pipeline.data.subword", "pipeline.data.vocab", "pipeline.external", "pipeline.rerank",
+             "pipeline.combination")
+EVAL_RULES = "translate score scores nbest_decode external_hyp external_nbest rerank gmbr_tune gmbr length_switch"
 TABLE_CODE = ("pipeline.report.cells", "pipeline.report.layouts", "pipeline.report.table", "pipeline.report.figures")
 ANALYSIS_CODE = {"length": ("pipeline.evaluate.length",), "attention": ("pipeline.evaluate.attention",),
                  "patterns": ("pipeline.evaluate.attention",), "speed": ("pipeline.evaluate.speed",),
                  "probing": ("pipeline.evaluate.probing", "pipeline.data.tokenize", "pipeline.data.subword"),
                  "previous_words": ("pipeline.evaluate.previous_words",),
                  "perplexity": ("pipeline.evaluate.perplexity",), "ranking": ("pipeline.evaluate.ranking",),
-                 "alignment": ("pipeline.evaluate.alignment", "pipeline.evaluate.source_attention")}
+                 "alignment": ("pipeline.evaluate.alignment", "pipeline.evaluate.source_attention"),
+                 "curves": ("pipeline.evaluate.curves",)}
 SIGNIFICANCE_CODE = ("pipeline.evaluate.significance", "pipeline.evaluate.metrics")
 TABLE_RULES = ("significance analysis_length analysis_attention analysis_patterns analysis_speed "
                "analysis_probing_data analysis_probing analysis_previous_words analysis_perplexity analysis_ranking "
-               "analysis_alignment table figure")
+               "analysis_alignment analysis_curves table figure")
 
 
 # ------------------------------------------------------------------------------------------- code closure
@@ -142,18 +146,18 @@ def stages(p: Params) -> dict:
         "params": ["seed", "precision"] + _param_lines(train_keys),
         "outs": [f"{ART}/models/${{key}}", f"{ART}/curves/${{key}}"]})
 
-    systems = p.systems
-    width = max(len(p.members(s)) for s in systems)
+    systems = _evaluated(p)
+    reads = {name: _system_artifacts(p, name) for name in systems}
+    width = max(map(len, reads.values()))
     eval_keys = max(len(s.params_keys) for s in systems.values())
     items = {}
     for name, system in systems.items():
         files, keys = _keys(system.params_keys)
         wanted = " ".join(f"{split}.{metric}" for split, metric in p.scores_of(name))
-        items[name] = {"corpus": system.corpus, "scores": wanted,
-                       **_slots("m", [f"models/{m}" for m in p.members(name)], width),
+        items[name] = {"corpus": system.corpus, "scores": wanted, **_slots("m", reads[name], width),
                        **_slots("f", files, eval_keys), **_slots("k", keys, eval_keys)}
     out["eval"] = _group(items, {
-        "cmd": f"{SMK} --allowed-rules translate score scores -- {ART}/eval/${{key}}/scores.json  "
+        "cmd": f"{SMK} --allowed-rules {EVAL_RULES} -- {ART}/eval/${{key}}/scores.json  "
                f"# scores: ${{item.scores}}",
         "deps": [f"{ART}/data/${{item.corpus}}"] + _dep_lines("m", width, True) + code_closure(EVAL_CODE),
         "params": ["decoding"] + _param_lines(eval_keys),
@@ -180,14 +184,31 @@ def stages(p: Params) -> dict:
     return out
 
 
+def _evaluated(p: Params) -> dict:
+    """The systems with an eval stage: an outside system only once its outputs are supplied (paths.manual), else
+    `dvc repro` would stop on it."""
+    return {name: s for name, s in p.systems.items() if name not in p.external or s.manual in p.manual}
+
+
+def _system_artifacts(p: Params, system: str) -> list[str]:
+    """The artifact folders a system's evaluation reads: its members' models, and a combination's input systems'
+    evaluations (an outside system's supplied files live outside the repository: not tracked)."""
+    found = [f"models/{m}" for m in p.members(system)]
+    if system in p.combinations:
+        found += [f"eval/{s}" for s in p.combinations[system].systems()]
+    return found
+
+
 def _table_artifacts(p: Params, table) -> list[str]:
     """The artifact folders a table reads: its systems' scores and run summaries, and corpora its analyses read."""
     found = []
     for system in table.systems():
         found.append(f"eval/{system}")
         found += [f"models/{m}" for m in p.members(system)]
-    if table.analyses.keys() - {"patterns"}:
+    if table.analyses.keys() - {"patterns", "curves"}:
         found += sorted({f"data/{p.corpus_of(s).name}" for s in table.systems()})
+    if "curves" in table.analyses:
+        found += [f"curves/{m}" for s in table.systems() for m in p.members(s)]
     if "probing" in table.analyses:
         found.append(f"data/{table.analyses['probing']['corpus']}")
     return sorted(set(found))
@@ -206,7 +227,7 @@ def dvc_yaml(p: Params) -> str:
     """The whole dvc.yaml text."""
     doc = {
         "stages": stages(p),
-        "metrics": [f"{ART}/eval/{name}/scores.json" for name in p.systems],
+        "metrics": [f"{ART}/eval/{name}/scores.json" for name in _evaluated(p)],
         "plots": [{f"{ART}/curves": {"x": "step"}}],
     }
     header = ("# Generated by `python -m pipeline dvc-yaml` from params.yaml and params/*.yaml: do not edit by hand\n"

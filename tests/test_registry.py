@@ -175,7 +175,7 @@ def test_registry_names_and_paper_entries():
     assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
             "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
     assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "wikilm-", "l10n-", "standin-", "cnndm", "personachat",
-                             "ldc-", "wmt17pp-", "wmt16b-"))
+                             "ldc-", "wmt17pp-", "wmt16b-", "aspec-"))
                for n in names)
     ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
     assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task

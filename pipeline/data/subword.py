@@ -52,8 +52,8 @@ def learn_bpe(inputs: dict[str, Path], codes_dir: Path, merges: int, joint: bool
     longer given) left in codes_dir are removed so that codes_for() is never ambiguous. Separate codes for no
     language at all leave codes_dir without codes: a corpus BPE segments on neither side (see copy_unsegmented).
     """
-    if isinstance(merges, bool) or not isinstance(merges, int) or merges < 1:
-        raise PipelineError(f"merges: expected a positive integer, got {merges!r}")
+    if isinstance(merges, bool) or not isinstance(merges, int) or merges < (1 if inputs else 0):
+        raise PipelineError(f"merges: expected a positive integer (0 only where no side is segmented), got {merges!r}")
     if joint and not inputs:
         raise PipelineError("inputs: joint BPE needs at least one language -> training file")
     for lang in inputs:

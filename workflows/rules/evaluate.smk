@@ -16,6 +16,8 @@ rule translate:
         unpack(decode_inputs),
     output:
         f"{R}/eval/{{system}}/{{split}}.hyp",
+    wildcard_constraints:
+        system=alternatives(P.decoded),  # the others' outputs: workflows/rules/combine.smk
     params:
         spec=lambda wc: q(P.decoding_of(wc.system)),
         lang=lambda wc: P.corpus_of(wc.system).tgt,

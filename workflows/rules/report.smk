@@ -180,6 +180,21 @@ rule analysis_perplexity:
         "> {log} 2>&1"
 
 
+rule analysis_curves:
+    input:
+        curve=lambda wc: f"{R}/curves/{wc.system}/{analysis(wc.table, 'curves')['curve']}.tsv",
+        summary=f"{R}/models/{{system}}/train.json",
+    output:
+        f"{R}/tables/{{table}}/curves/{{system}}.json",
+    params:
+        settings=lambda wc: q(analysis(wc.table, "curves")),
+    log:
+        f"{R}/logs/curves/{{table}}/{{system}}.log",
+    shell:
+        "python -m pipeline curve --curve {input.curve} --summary {input.summary} --settings {params.settings} "
+        "--output {output} > {log} 2>&1"
+
+
 def column_systems(table, column):
     """row -> system of one column of a table, in row order."""
     return {row: by_col[column] for row, by_col in P.tables[table].cells.items() if column in by_col}
@@ -324,7 +339,9 @@ def table_spec(table):
     facts = {"table": table, "scale": P.scale, "columns": columns,
              "corpora": {col: c.source for col, c in corpus.items()},
              "corpus_descriptions": {col: get_corpus(c.source).description for col, c in corpus.items()},
-             "test_sets": dict(spec.test_sets), "significance": significance, "analyses": dict(spec.analyses)}
+             "test_sets": dict(spec.test_sets), "significance": significance, "analyses": dict(spec.analyses),
+             "combinations": {name: {"method": c.method, "inputs": c.inputs, "settings": c.settings}
+                              for name, c in P.combinations.items() if name in spec.systems()}}
     return {"layout": spec.layout, "values": dict(spec.values), "cells": cell_files(table), "facts": facts}
 
 

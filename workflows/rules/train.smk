@@ -3,7 +3,7 @@
 
 
 # the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
-CURVES = ("train/loss", "train/nll", "train/lr", "valid/loss", "valid/nll", "valid/ppl")
+from pipeline.evaluate.curves import CURVES
 
 
 def train_inputs(wildcards):
@@ -23,7 +23,7 @@ def train_spec(wildcards):
     """Everything that defines the trained weights; a change reruns the job (Snakemake's params trigger)."""
     exp = P.experiments[wildcards.exp]
     return {"experiment": exp.name, "model": P.model_spec(exp.name), "recipe": P.recipes[exp.recipe].train,
-            "seed": P.seed, "init": exp.init}
+            "seed": P.seed_of(exp.name), "init": exp.init}
 
 
 def launcher(wildcards, resources):

@@ -1,0 +1,211 @@
+# Systems made from other systems' outputs (params `combinations:`) and systems whose outputs the user supplies
+# (params `external:`). Each writes {R}/eval/<system>/<split>.hyp like `translate`, so scoring, significance and the
+# tables treat them as any system. A combination's n-best inputs live in its own folder: eval/<combination>/nbest/.
+from pipeline.data.registry import get_corpus
+
+
+def combos(method):
+    return alternatives(name for name, c in P.combinations.items() if c.method == method)
+
+
+def nbest_file(combo, system, split):
+    return f"{R}/eval/{combo}/nbest/{system}.{split}.nbest"
+
+
+def pretokenized(system):
+    return "--pretokenized" if get_corpus(P.corpus_of(system).source).pretokenized else ""
+
+
+def target_truecaser(system, tokenized=True):
+    corpus = P.corpus_of(system)
+    return [data(corpus.name, "tc", "model.tgt")] if corpus.truecase and tokenized else []
+
+
+def nbest_spec(wildcards):
+    """The system's decoding settings asking for the combination's n best (the beam widened to n if narrower)."""
+    n = P.combinations[wildcards.combo].settings["n"]
+    spec = P.decoding_of(wildcards.system)
+    return {**spec, "nbest": n, "beam": max(spec["beam"], n)}
+
+
+def nbest_decode_inputs(wildcards):
+    corpus = P.corpus_of(wildcards.system).name
+    return {"models": [f"{model_dir(m)}/model.pt" for m in P.members(wildcards.system)],
+            "src": data(corpus, "bpe", f"{wildcards.split}.src"),
+            "src_vocab": data(corpus, "bpe", "vocab.src"), "tgt_vocab": data(corpus, "bpe", "vocab.tgt")}
+
+
+rule nbest_decode:
+    input:
+        unpack(nbest_decode_inputs),
+    output:
+        hyp=f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.hyp",
+        nbest=f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.nbest",
+    wildcard_constraints:
+        combo=alternatives(P.combinations),
+        system=alternatives(P.decoded),
+    params:
+        spec=lambda wc: q(nbest_spec(wc)),
+        lang=lambda wc: P.corpus_of(wc.system).tgt,
+        models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
+        detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
+    threads: 1
+    log:
+        f"{R}/logs/nbest/{{combo}}/{{system}}.{{split}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} {params.models} "
+        "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --input {input.src} --output {output.hyp} "
+        "--lang {params.lang} {params.detruecase} --no-progress > {log} 2>&1"
+
+
+def external_args(wildcards):
+    system = P.external[wildcards.system]
+    return f"--key {system.manual} --dir {shlex.quote(P.manual.get(system.manual, ''))} --system {system.name}"
+
+
+def raw_source(wildcards):
+    corpus = P.corpus_of(wildcards.system)
+    return f"{data(corpus.name, 'raw')}/{wildcards.split}.{corpus.src}"
+
+
+rule external_hyp:
+    input:
+        raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
+    output:
+        f"{R}/eval/{{system}}/{{split}}.hyp",
+    wildcard_constraints:
+        system=alternatives(P.external),
+    params:
+        args=external_args,
+        source=raw_source,
+    log:
+        f"{R}/logs/external/{{system}}.{{split}}.log",
+    shell:
+        "python -m pipeline external {params.args} --split {wildcards.split} --source {params.source} "
+        "--output {output} > {log} 2>&1"
+
+
+rule external_nbest:
+    input:
+        raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
+    output:
+        f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.nbest",
+    wildcard_constraints:
+        combo=alternatives(P.combinations),
+        system=alternatives(P.external),
+    params:
+        args=external_args,
+        source=raw_source,
+        n=lambda wc: P.combinations[wc.combo].settings["n"],
+    log:
+        f"{R}/logs/external/{{combo}}/{{system}}.{{split}}.log",
+    shell:
+        "python -m pipeline external {params.args} --split {wildcards.split} --source {params.source} "
+        "--nbest {params.n} --output {output} > {log} 2>&1"
+
+
+def rerank_inputs(wildcards):
+    combo = P.combinations[wildcards.combo]
+    scorer, corpus = combo.inputs["scorer"], P.corpus_of(wildcards.combo)
+    files = {"nbest": nbest_file(wildcards.combo, combo.inputs["nbest"], wildcards.split),
+             "models": [f"{model_dir(m)}/model.pt" for m in P.members(scorer)],
+             "src": data(corpus.name, "bpe", f"{wildcards.split}.src"),
+             "src_vocab": data(corpus.name, "bpe", "vocab.src"), "tgt_vocab": data(corpus.name, "bpe", "vocab.tgt"),
+             "truecaser": target_truecaser(wildcards.combo)}
+    if "tgt" in corpus.bpe_sides:
+        files["codes"] = data(corpus.name, "bpe", "codes")
+    return files
+
+
+rule rerank:
+    input:
+        unpack(rerank_inputs),
+    output:
+        f"{R}/eval/{{combo}}/{{split}}.hyp",
+    wildcard_constraints:
+        combo=combos("rerank"),
+    params:
+        settings=lambda wc: q(P.combinations[wc.combo].settings),
+        lang=lambda wc: P.corpus_of(wc.combo).tgt,
+        models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
+        extra=lambda wc, input: " ".join(
+            ([f"--truecaser {input.truecaser}"] if input.truecaser else [])
+            + ([f"--codes-dir {input.codes}"] if "codes" in input.keys() else []) + [pretokenized(wc.combo)]),
+    threads: 1
+    log:
+        f"{R}/logs/rerank/{{combo}}.{{split}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} python -m pipeline rerank {params.models} --nbest {input.nbest} --src {input.src} "
+        "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --lang {params.lang} "
+        "--settings {params.settings} {params.extra} --output {output} > {log} 2>&1"
+
+
+def gmbr_nbest(combo, split):
+    return [nbest_file(combo, system, split) for system in P.combinations[combo].inputs["systems"]]
+
+
+def gmbr_metric_tokenized(combo):
+    from pipeline.evaluate.metrics import get_metric
+    return get_metric(P.combinations[combo].settings["metric"]).tokenized
+
+
+rule gmbr_tune:
+    input:
+        nbest=lambda wc: gmbr_nbest(wc.combo, P.combinations[wc.combo].settings["tune_split"]),
+        raw=lambda wc: data(P.corpus_of(wc.combo).name, "raw"),
+        truecaser=lambda wc: target_truecaser(wc.combo, gmbr_metric_tokenized(wc.combo)),
+    output:
+        f"{R}/eval/{{combo}}/gmbr.json",
+    wildcard_constraints:
+        combo=combos("gmbr"),
+    params:
+        settings=lambda wc: q(P.combinations[wc.combo].settings),
+        split=lambda wc: P.combinations[wc.combo].settings["tune_split"],
+        lang=lambda wc: P.corpus_of(wc.combo).tgt,
+        extra=lambda wc, input: " ".join(([f"--truecaser {input.truecaser}"] if input.truecaser else [])
+                                         + [pretokenized(wc.combo)]),
+    log:
+        f"{R}/logs/gmbr_tune/{{combo}}.log",
+    shell:
+        "python -m pipeline gmbr-tune --nbest {input.nbest} --ref-dir {input.raw} --split {params.split} "
+        "--lang {params.lang} --settings {params.settings} {params.extra} --output {output} > {log} 2>&1"
+
+
+rule gmbr:
+    input:
+        nbest=lambda wc: gmbr_nbest(wc.combo, wc.split),
+        theta=f"{R}/eval/{{combo}}/gmbr.json",
+        raw=lambda wc: data(P.corpus_of(wc.combo).name, "raw"),
+        truecaser=lambda wc: target_truecaser(wc.combo, gmbr_metric_tokenized(wc.combo)),
+    output:
+        f"{R}/eval/{{combo}}/{{split}}.hyp",
+    wildcard_constraints:
+        combo=combos("gmbr"),
+    params:
+        lang=lambda wc: P.corpus_of(wc.combo).tgt,
+        source=lambda wc: f"{data(P.corpus_of(wc.combo).name, 'raw')}/{wc.split}.{P.corpus_of(wc.combo).src}",
+        extra=lambda wc, input: " ".join(([f"--truecaser {input.truecaser}"] if input.truecaser else [])
+                                         + [pretokenized(wc.combo)]),
+    log:
+        f"{R}/logs/gmbr/{{combo}}.{{split}}.log",
+    shell:
+        "python -m pipeline gmbr --nbest {input.nbest} --theta {input.theta} --source {params.source} "
+        "--lang {params.lang} {params.extra} --output {output} > {log} 2>&1"
+
+
+rule length_switch:
+    input:
+        source=lambda wc: data(P.corpus_of(wc.combo).name, "tok", f"{wc.split}.src"),
+        short=lambda wc: hyp(P.combinations[wc.combo].inputs["short"], wc.split),
+        long=lambda wc: hyp(P.combinations[wc.combo].inputs["long"], wc.split),
+    output:
+        f"{R}/eval/{{combo}}/{{split}}.hyp",
+    wildcard_constraints:
+        combo=combos("length"),
+    params:
+        threshold=lambda wc: P.combinations[wc.combo].settings["threshold"],
+    log:
+        f"{R}/logs/length_switch/{{combo}}.{{split}}.log",
+    shell:
+        "python -m pipeline length-switch --source {input.source} --short {input.short} --long {input.long} "
+        "--threshold {params.threshold} --output {output} > {log} 2>&1"
