@@ -4,6 +4,7 @@
 #   snakemake results/hao2019/table3.tsv --profile slurm     # on a Slurm cluster (./slurm -> workflows/profiles/slurm)
 #   snakemake ... --config scale=paper                       # the papers' corpora and sizes
 configfile: "params.yaml"
+report: "workflows/report/workflow.rst"  # the report's front page (make report)
 
 include: "workflows/rules/common.smk"
 include: "workflows/rules/data.smk"

@@ -570,6 +570,11 @@ def cmd_table(args) -> None:
         print(table.to_markdown())
 
 
+def cmd_report_page(args) -> None:
+    from pipeline.report.page import write_page
+    write_page(args.tsv, args.rendering, args.name, args.output)
+
+
 def cmd_describe(args) -> None:
     import torch
 
@@ -817,6 +822,12 @@ def build_parser() -> argparse.ArgumentParser:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--markdown", help="the rendered table (.md)")
     target.add_argument("--figure", help="the figure (.png)")
+
+    p = step("report-page", cmd_report_page, "a table or figure of results/ as one HTML page for Snakemake's report")
+    p.add_argument("--tsv", required=True, help="results/<paper>/<output>.tsv")
+    p.add_argument("--rendering", required=True, help="its .md (a table) or .png (a figure)")
+    p.add_argument("--name", required=True, help="the page's title where the .md gives none (a figure)")
+    p.add_argument("--output", required=True)
 
     p = step("describe", cmd_describe, "an experiment's model and parameter count at a scale")
     p.add_argument("experiment")

@@ -1,9 +1,11 @@
 # Per table or figure: significance of proposed rows against their baselines, the analyses the table asks for, then
 # the paper's layout. What a table derives lives in artifacts/<scale>/tables/<name>/ (its DVC stage's output).
 import glob
+import os
 
 from pipeline.analyses import PER_COLUMN
 from pipeline.data.registry import get_corpus
+from pipeline.report.page import display_name
 
 
 def table_of(wildcards):
@@ -400,3 +402,35 @@ rule figure:
     shell:
         "python -m pipeline table --spec {params.spec} --output {output.tsv} --figure {output.png} "
         "--cells {output.cells} > {log} 2>&1"
+
+
+# Snakemake's report (`make report`): one self-contained HTML page per table and figure, read from results/ as it
+# stands (a fresh clone's committed files need no rebuild), flagged for the report and grouped by paper.
+def page(table):
+    """The report page of a table or figure (params entry)."""
+    return f"{R}/report/{table.paper}/{table.output}.html"
+
+
+rule report_page:
+    input:
+        tsv="results/{paper}/{output}.tsv",
+        rendering=lambda wc: P.tables[table_of(wc)].rendering,
+        code="pipeline/report/page.py",  # a change of the page's layout renders every page again
+    output:
+        report(f"{R}/report/{{paper}}/{{output}}.html", caption="../report/page.rst", category="{paper}",
+               subcategory=lambda wc: "Figures" if P.tables[table_of(wc)].figure else "Tables",
+               labels=lambda wc: {"name": display_name(wc.output)}),
+    wildcard_constraints:
+        output=alternatives(t.output for t in P.tables.values()),
+    params:
+        name=lambda wc: f"{wc.paper} {display_name(wc.output)}",
+    log:
+        f"{R}/logs/report_page/{{paper}}-{{output}}.log",
+    shell:
+        "python -m pipeline report-page --tsv {input.tsv} --rendering {input.rendering} --name {params.name:q} "
+        "--output {output} > {log} 2>&1"
+
+
+rule report_pages:  # the tables and figures results/ holds (workflows/report.sh names the others)
+    input:
+        [page(table) for table in P.tables.values() if os.path.exists(table.target)],
