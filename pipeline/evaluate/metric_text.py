@@ -2,6 +2,7 @@
 Moses-tokenised, and a truecased corpus's casing; detokenised metrics (sacreBLEU) get the text as it is."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 
@@ -16,9 +17,16 @@ def metric_lines(lines: list[str], metric, lang: str, pretokenized: bool = False
         from pipeline.data.tokenize import tokenize_lines
         lines = tokenize_lines(lines, lang)
     if truecaser:
-        from pipeline.data.truecase import load_truecaser, truecase_lines
-        lines = truecase_lines(lines, load_truecaser(Path(truecaser)))
+        from pipeline.data.truecase import truecase_lines
+        lines = truecase_lines(lines, _truecaser(truecaser))
     return lines
+
+
+@functools.lru_cache(maxsize=4)
+def _truecaser(path: str):
+    """A truecasing model, loaded once per process (hypotheses and every reference stream share it)."""
+    from pipeline.data.truecase import load_truecaser
+    return load_truecaser(Path(path))
 
 
 def segmenter_signature(metric, lang: str, pretokenized: bool = False) -> str:

@@ -3,18 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-
-
-def _parse(path: Path) -> tuple[list[str], list[list[str]], list[str]]:
-    """(header, rows, footer lines) of a table TSV."""
-    if not path.is_file():
-        raise PipelineError(f"{path}: no such table")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines:
-        raise PipelineError(f"{path}: empty; expected a header row")
-    rows = [line.split("\t") for line in lines[1:] if not line.startswith("#")]
-    return lines[0].split("\t"), rows, [line for line in lines[1:] if line.startswith("#")]
+from pipeline.report.table import tsv_parts
 
 
 def _keyed(header: list[str], rows: list[list[str]]) -> dict[tuple, dict[str, str]]:
@@ -40,8 +29,8 @@ def compare_tables(committed: Path, rebuilt: Path) -> tuple[bool, list[str]]:
         return True, [f"{rebuilt}: identical to the committed table"]
     if not committed.is_file():
         return False, [f"{rebuilt}: rebuilt; no committed table to compare with ({committed} missing)"]
-    old_head, old_rows, old_foot = _parse(committed)
-    new_head, new_rows, new_foot = _parse(rebuilt)
+    old_head, old_rows, old_foot = tsv_parts(committed)
+    new_head, new_rows, new_foot = tsv_parts(rebuilt)
     lines = [f"{rebuilt}: DIFFERS from the committed table:"]
     if old_head != new_head:
         lines.append(f"  columns: committed {old_head}, rebuilt {new_head}")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
-from pipeline.report.table import Table
+from pipeline.report.table import Table, tsv_parts
 
 STYLE = """body{font-family:"DejaVu Sans",Verdana,sans-serif;margin:1.5rem;color:#111;background:#fff}
 h1{font-size:1.1rem;margin:0 0 1rem}
@@ -35,12 +35,11 @@ def display_name(output: str) -> str:
 
 def read_tsv(path: str | Path, title: str) -> Table:
     """A table's TSV back as a Table: the header row, the data rows and the '# ' lines as its footer."""
-    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line]
-    if not lines or lines[0].startswith("#"):
+    header, rows, footer = tsv_parts(path)
+    if header and header[0].startswith("#"):
         raise PipelineError(f"{path}: expected a header row first, as the table step writes it")
-    rows = [line.split("\t") for line in lines[1:] if not line.startswith("#")]
-    footer = [line[2:] if line.startswith("# ") else line[1:] for line in lines[1:] if line.startswith("#")]
-    return Table(title=title, columns=lines[0].split("\t"), rows=rows, footer=footer)
+    return Table(title=title, columns=header, rows=rows,
+                 footer=[line[2:] if line.startswith("# ") else line[1:] for line in footer])
 
 
 def markdown_title(path: str | Path) -> str | None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
@@ -54,6 +55,18 @@ class Table:
         if self.footer:
             parts += ["", "\\\n".join(self.footer)]
         return "\n".join(parts) + "\n"
+
+
+def tsv_parts(path: str | os.PathLike) -> tuple[list[str], list[list[str]], list[str]]:
+    """(header, rows, footer lines as written, '#' kept) of a table's TSV (Table.to_tsv's inverse)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PipelineError(f"{path}: no such table")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        raise PipelineError(f"{path}: empty; expected a header row")
+    rows = [line.split("\t") for line in lines[1:] if not line.startswith("#")]
+    return lines[0].split("\t"), rows, [line for line in lines[1:] if line.startswith("#")]
 
 
 def write_table(table: Table, tsv: str | os.PathLike, markdown: str | os.PathLike | None = None) -> None:

@@ -28,16 +28,9 @@ def nbest_spec(wildcards):
     return {**spec, "nbest": n, "beam": max(spec["beam"], n)}
 
 
-def nbest_decode_inputs(wildcards):
-    corpus = P.corpus_of(wildcards.system).name
-    return {"models": [f"{model_dir(m)}/model.pt" for m in P.members(wildcards.system)],
-            "src": data(corpus, "bpe", f"{wildcards.split}.src"),
-            "src_vocab": data(corpus, "bpe", "vocab.src"), "tgt_vocab": data(corpus, "bpe", "vocab.tgt")}
-
-
 rule nbest_decode:
     input:
-        unpack(nbest_decode_inputs),
+        unpack(decode_inputs),  # evaluate.smk: the system's models, the split's subwords, the vocabularies
     output:
         hyp=f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.hyp",
         nbest=f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.nbest",
@@ -63,9 +56,10 @@ def external_args(wildcards):
     return f"--key {system.manual} --dir {shlex.quote(P.manual.get(system.manual, ''))} --system {system.name}"
 
 
-def raw_source(wildcards):
-    corpus = P.corpus_of(wildcards.system)
-    return f"{data(corpus.name, 'raw')}/{wildcards.split}.{corpus.src}"
+def raw_source(system, split):
+    """The raw source side of a split of the system's corpus (its sentence count is what outputs must match)."""
+    corpus = P.corpus_of(system)
+    return f"{data(corpus.name, 'raw')}/{split}.{corpus.src}"
 
 
 rule external_hyp:
@@ -77,7 +71,7 @@ rule external_hyp:
         system=alternatives(P.external),
     params:
         args=external_args,
-        source=raw_source,
+        source=lambda wc: raw_source(wc.system, wc.split),
     log:
         f"{R}/logs/external/{{system}}.{{split}}.log",
     shell:
@@ -95,7 +89,7 @@ rule external_nbest:
         system=alternatives(P.external),
     params:
         args=external_args,
-        source=raw_source,
+        source=lambda wc: raw_source(wc.system, wc.split),
         n=lambda wc: P.combinations[wc.combo].settings["n"],
     log:
         f"{R}/logs/external/{{combo}}/{{system}}.{{split}}.log",
@@ -183,7 +177,7 @@ rule gmbr:
         combo=combos("gmbr"),
     params:
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
-        source=lambda wc: f"{data(P.corpus_of(wc.combo).name, 'raw')}/{wc.split}.{P.corpus_of(wc.combo).src}",
+        source=lambda wc: raw_source(wc.combo, wc.split),
         extra=lambda wc, input: " ".join(([f"--truecaser {input.truecaser}"] if input.truecaser else [])
                                          + [pretokenized(wc.combo)]),
     log:
