@@ -26,15 +26,15 @@ import torch.distributed as dist
 
 from pipeline.checkpoint import average_checkpoints, load_file, model_record, save_atomic
 from pipeline.data.batching import encode_source, make_batch, pad, sentence_batches, token_batches
-from pipeline.data.vocab import PAD
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
+from pipeline.loss import smoothed_loss
 from pipeline.models.registry import count_parameters, init_from
 from pipeline.precision import autocast, resolve
 from pipeline.recipe import Recipe
 
-__all__ = ["Recipe", "fit", "build_optimizer", "build_scheduler", "build_batches", "lr_at", "smoothed_loss",
-           "seed_everything", "within_length"]
+__all__ = ["Recipe", "fit", "build_optimizer", "build_scheduler", "build_batches", "lr_at", "seed_everything",
+           "within_length"]
 
 STATE_FORMAT = "nmt-repro-train-state/2"
 # Recipe keys that may change between a checkpoint and its resumption: cadence and how long to train, unless the
@@ -179,50 +179,6 @@ def validation_bleu(hyps: Sequence[Sequence[int]], refs: Sequence[Sequence[int]]
         return " ".join(str(i) for i in ids)
 
     return BLEU(tokenize="none", force=True).corpus_score([text(h) for h in hyps], [[text(r) for r in refs]]).score
-
-
-# ------------------------------------------------------------------------------------------------- loss
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """Sums over non-PAD rows of the smoothed and the plain cross entropy of logits z [N,V], and their gradient
-    (softmax(z) - q) * g in one pass over [N,V]: the output layer's loss costs a fifth of a tiny model's step, and
-    autograd through log_softmax, gather and sum takes several (our implementation; tests check it against
-    autograd)."""
-
-    @staticmethod
-    def forward(ctx, logits, target, smoothing: float):
-        lprobs = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # [N,V], float32 whatever the logits
-        pad_rows = (target == PAD).nonzero().squeeze(1)
-        nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).index_fill_(0, pad_rows, 0.0)
-        loss = nll
-        if smoothing > 0:
-            others = (-lprobs.sum(-1)).index_fill_(0, pad_rows, 0.0) - nll  # -log p over the V - 1 other words
-            loss = (1 - smoothing) * nll + smoothing / (lprobs.size(-1) - 1) * others
-        ctx.save_for_backward(lprobs, target, pad_rows)
-        ctx.smoothing, ctx.dtype = smoothing, logits.dtype
-        return loss.sum(), nll.sum()
-
-    @staticmethod
-    def backward(ctx, grad_loss, grad_nll):
-        lprobs, target, pad_rows = ctx.saved_tensors
-        off = ctx.smoothing / (lprobs.size(-1) - 1) if ctx.smoothing > 0 else 0.0  # q_v of every other word
-        grad = torch.exp(lprobs).mul_(grad_loss + grad_nll)  # softmax, for both sums
-        if off:
-            grad.sub_(grad_loss * off)
-        gold = grad_loss * (1 - ctx.smoothing - off) + grad_nll  # q_gold beyond `off`, and the plain nll's 1
-        grad.scatter_add_(-1, target.unsqueeze(-1), (-gold).expand(target.size(0), 1).contiguous())
-        return grad.index_fill_(0, pad_rows, 0.0).to(ctx.dtype), None, None
-
-
-def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float
-                  ) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Label-smoothed cross entropy summed over non-PAD targets: logits [N,V], target [N] -> (loss, nll, n).
-
-    The smoothed target puts 1 - eps on the gold token and eps / (V - 1) on every other token (THUMT's
-    smoothing, Szegedy et al. 2016); loss = -sum_v q_v log p_v. nll is the plain -log p(gold) sum. Computed in
-    float32 whatever the logits' precision.
-    """
-    loss, nll = _SmoothedCrossEntropy.apply(logits, target, smoothing)
-    return loss, nll, int((target != PAD).sum())
 
 
 # ------------------------------------------------------------------------------------------ randomness
@@ -563,8 +519,9 @@ class Trainer:
         src, tgt_in, tgt_out = (t.to(self.dist.device) for t in
                                 make_batch([src_side[i] for i in indices], [tgt_side[i] for i in indices]))
         with autocast(self.precision, self.dist.device):
-            logits = self.model(src, tgt_in)
-        return smoothed_loss(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1), self.recipe.label_smoothing)
+            features = self.model.features(src, tgt_in)
+            return smoothed_loss(features.reshape(-1, features.size(-1)), self.model.output_layer,
+                                 tgt_out.reshape(-1), self.recipe.label_smoothing)
 
     def train_step(self, batch: list[int]) -> tuple[float, float, int]:
         """One optimizer update on a global batch; returns its summed (loss, nll, tokens) over all ranks.

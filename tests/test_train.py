@@ -26,7 +26,7 @@ from pipeline.precision import resolve
 from pipeline.recipe import Recipe
 from pipeline.search import greedy
 from pipeline.train import (CurveLog, _truncate_curves, build_optimizer, build_scheduler, fit, lr_at, seed_everything,
-                            smoothed_loss, validation_bleu)
+                            validation_bleu)
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,82 +161,11 @@ def test_sgd_and_adam_follow_the_recipe():
     assert adam.defaults["betas"] == (0.9, 0.997) and adam.defaults["eps"] == 1e-8 and adam.defaults["lr"] == 3e-4
 
 
-# ---------------------------------------------------------------------------------------------- loss
-def _hand_smoothed(logits, targets, eps):
-    """Smoothed cross entropy by hand: 1-eps on gold, eps/(V-1) elsewhere; PAD (0) rows skipped."""
-    total, nll, n = 0.0, 0.0, 0
-    for row, gold in zip(logits, targets):
-        if gold == 0:
-            continue
-        log_z = math.log(sum(math.exp(x) for x in row))
-        logp = [x - log_z for x in row]
-        q = [(1 - eps) if v == gold else eps / (len(row) - 1) for v in range(len(row))]
-        total += -sum(qv * lp for qv, lp in zip(q, logp))
-        nll += -logp[gold]
-        n += 1
-    return total, nll, n
-
-
-def test_label_smoothing_equals_hand_computation():
-    logits = [[1.0, 2.0, 0.5, -1.0], [0.0, 0.0, 3.0, 1.0], [2.0, 1.0, 1.0, 1.0], [0.3, -0.2, 0.1, 0.4]]
-    targets = [2, 3, 0, 1]
-    loss, nll, n = smoothed_loss(torch.tensor(logits, dtype=torch.float64), torch.tensor(targets), 0.1)
-    want_loss, want_nll, want_n = _hand_smoothed(logits, targets, 0.1)
-    assert n == want_n == 3
-    assert loss.item() == pytest.approx(want_loss, rel=1e-6)
-    assert nll.item() == pytest.approx(want_nll, rel=1e-6)
-    assert loss.item() != pytest.approx(nll.item(), rel=1e-3)   # smoothing changes the value
-
-
-def _autograd_smoothed(logits, target, eps):
-    """The loss through autograd's log_softmax (the reference for the hand-written gradient)."""
-    lprobs = F.log_softmax(logits.float(), dim=-1)
-    keep = target != PAD
-    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    loss = (1 - eps) * nll + eps / (lprobs.size(-1) - 1) * (-lprobs.sum(-1) - nll) if eps else nll
-    return loss[keep].sum(), nll[keep].sum()
-
-
-@pytest.mark.parametrize("eps", [0.0, 0.1])
-@pytest.mark.parametrize("weights", [(1.0, 0.0), (0.3, 0.7)])  # backward of the loss only, and of both sums
-def test_loss_gradient_equals_autograd(eps, weights):
-    torch.manual_seed(4)
-    logits = torch.randn(9, 7, dtype=torch.float64) * 3
-    target = torch.tensor([1, 4, 0, 2, 0, 3, 3, 6, 5])
-    mine = logits.clone().requires_grad_()
-    ref = logits.float().clone().requires_grad_()
-    loss, nll, n = smoothed_loss(mine, target, eps)
-    ref_loss, ref_nll = _autograd_smoothed(ref, target, eps)
-    (weights[0] * loss + weights[1] * nll).backward()
-    (weights[0] * ref_loss + weights[1] * ref_nll).backward()
-    assert n == 7 and torch.allclose(loss.double(), ref_loss.double()) and torch.allclose(nll, ref_nll)
-    assert mine.grad.dtype == torch.float64 and torch.all(mine.grad[target == PAD] == 0)
-    assert torch.allclose(mine.grad.float(), ref.grad, atol=1e-6)
-
-
-def test_loss_of_bfloat16_logits_is_float32_with_a_bfloat16_gradient():
-    torch.manual_seed(5)
-    logits = torch.randn(6, 11).bfloat16().requires_grad_()
-    target = torch.tensor([3, 0, 10, 2, 2, 7])
-    loss, nll, _ = smoothed_loss(logits, target, 0.1)
-    ref_loss, _ = _autograd_smoothed(logits.detach().float(), target, 0.1)
-    loss.backward()
-    assert loss.dtype == torch.float32 and torch.allclose(loss, ref_loss)
-    assert logits.grad.dtype == torch.bfloat16
-
-
-def test_no_smoothing_is_cross_entropy_ignoring_pad():
-    torch.manual_seed(0)
-    logits, target = torch.randn(7, 5), torch.tensor([1, 4, 0, 2, 0, 3, 3])
-    loss, nll, n = smoothed_loss(logits, target, 0.0)
-    ref = F.cross_entropy(logits, target, ignore_index=0, reduction="sum")
-    assert n == 5 and torch.allclose(loss, ref) and torch.allclose(nll, ref)
-
-
 # ------------------------------------------------------------------------------ a toy model, fast runs
 class Aligned(torch.nn.Module):
     """Toy Seq2Seq: logits[b, t] = prev[tgt_in[b, t]] + aligned[src[b, t]] (the source token at the same position;
-    PAD past the source). Learns the copy task in a few updates; greedy search runs on it."""
+    PAD past the source), the features themselves (a fixed identity output layer). Learns the copy task in a few
+    updates; greedy search runs on it."""
 
     max_input_len = None
     max_output_len = None
@@ -246,14 +175,18 @@ class Aligned(torch.nn.Module):
         gen = torch.Generator().manual_seed(seed)
         self.prev = torch.nn.Parameter(0.1 * torch.randn(vocab_size, vocab_size, generator=gen))
         self.aligned = torch.nn.Parameter(0.1 * torch.randn(vocab_size, vocab_size, generator=gen))
+        self.output_layer = torch.nn.Linear(vocab_size, vocab_size, bias=False).requires_grad_(False)
+        torch.nn.init.eye_(self.output_layer.weight)
 
     @staticmethod
     def _src_at(src, positions):
         return F.pad(src, (0, max(0, positions - src.size(1))), value=PAD)[:, :positions]
 
-    def forward(self, src, tgt_in):
+    def features(self, src, tgt_in):
         """src [B,S], tgt_in [B,T] -> logits [B,T,V]."""
         return self.prev[tgt_in] + self.aligned[self._src_at(src, tgt_in.size(1))]
+
+    forward = features
 
     def encode(self, src):
         return {"src": src}
@@ -312,7 +245,7 @@ def test_loss_norm_gradient_equals_hand_computation(tmp_path, loss_norm):
     model = Aligned(V, seed=3)
     prev0, aligned0 = model.prev.detach().double().clone(), model.aligned.detach().double().clone()
     recipe = Recipe(lr=1.0, optimizer="sgd", schedule="constant", batch_unit="sentences", batch_size=3,
-                    loss_norm=loss_norm, max_steps=1)
+                    loss_norm=loss_norm, max_steps=1, precision="float32")  # exact products, not bfloat16
     fit(model, (src, tgt), (src, tgt), recipe, run_dir=tmp_path / "run", out_dir=tmp_path / "out",
         curves_dir=tmp_path / "curves", progress=False, meta={"model": {}, "src_vocab_size": V, "tgt_vocab_size": V})
     # by hand: loss = sum over sentences and positions of -log p(gold), divided by the batch's target tokens

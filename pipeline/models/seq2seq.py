@@ -42,6 +42,16 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """src [B,S], tgt_in [B,T] (BOS first) -> logits [B,T,V]."""
+        return self.output_layer(self.features(src, tgt_in))
+
+    def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """src [B,S], tgt_in [B,T] (BOS first) -> [B,T,d]: what output_layer turns into logits (training takes
+        its loss from these, pipeline.loss, never holding all [B,T,V] logits)."""
+        raise NotImplementedError
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The last layer: features [...,d] -> logits [...,V]."""
         raise NotImplementedError
 
     def encode(self, src: Tensor) -> dict[str, Tensor]:
@@ -257,9 +267,13 @@ class EncoderDecoder(Seq2Seq):
         """src [B,S] -> memory of the encoder ("enc" [B,S,d], "enc_pad" [B,S] True at padding, ...)."""
         return self.encoder(self.src_embed(src), src.eq(PAD))
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """src [B,S], tgt_in [B,T] -> logits [B,T,V]."""
-        return self.output_proj(self.decoder(self.tgt_embed(tgt_in), self.encode(src)))
+    def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """src [B,S], tgt_in [B,T] -> the decoder's outputs [B,T,d] (output_proj makes them logits)."""
+        return self.decoder(self.tgt_embed(tgt_in), self.encode(src))
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        return self.output_proj
 
     def decode_step(self, prev_tokens: Tensor, memory: dict[str, Tensor],
                     state: dict[str, Tensor] | None) -> tuple[Tensor, dict[str, Tensor]]:
