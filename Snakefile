@@ -7,6 +7,7 @@ configfile: "params.yaml"
 report: "workflows/report/workflow.rst"  # the report's front page (make report)
 
 include: "workflows/rules/common.smk"
+include: "workflows/rules/scheduling.smk"
 include: "workflows/rules/data.smk"
 include: "workflows/rules/train.smk"
 include: "workflows/rules/evaluate.smk"

@@ -11,8 +11,10 @@ if ! dvc status --quiet; then
   exit 1
 fi
 snakemake --touch --cores 1 --quiet all -- "${targets[@]}"
-if ! snakemake -n --quiet all -- "${targets[@]}" 2>&1 | grep -q "Nothing to be done"; then
-  echo "sync_after_pull: snakemake still sees work to do for ${targets[*]}" >&2
+dry=$(snakemake -n all -- "${targets[@]}" 2>&1) || true
+if ! grep -q "Nothing to be done" <<< "$dry"; then
+  echo "sync_after_pull: snakemake still sees work to do for ${targets[*]}; its jobs and reasons:" >&2
+  grep -E "^(local)?rule |^ +(output|reason):" <<< "$dry" >&2 || echo "$dry" >&2
   exit 1
 fi
 echo "sync_after_pull: snakemake and dvc agree; up to date: ${targets[*]}"
