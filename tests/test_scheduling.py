@@ -31,4 +31,4 @@ def test_local_run_keeps_a_constant_number_of_threads(tmp_path):
 def test_without_the_hook_snakemake_adds_a_timer_thread_per_finished_job(tmp_path):
     """The Snakemake behaviour the hook removes; if this fails, Snakemake has fixed it and the hook can go."""
     seen = threads_seen_by_each_job(tmp_path, include_hook=False)
-    assert seen[-1] - seen[0] >= JOBS - 3, seen
+    assert seen[-1] - seen[0] >= JOBS // 2, seen  # about one per finished job; chains end once no job waits
