@@ -12,6 +12,7 @@ include: "workflows/rules/data.smk"
 include: "workflows/rules/train.smk"
 include: "workflows/rules/evaluate.smk"
 include: "workflows/rules/combine.smk"
+include: "workflows/rules/analyses.smk"
 include: "workflows/rules/report.smk"
 
 

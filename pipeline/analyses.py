@@ -1,96 +1,176 @@
-"""The analyses a table or figure may ask for besides scores, each with its settings schema (torch-free).
+"""The analysis kinds a table or figure may ask for besides scores, each declared once (torch-free declarations).
 
-A table names them under `analyses:` with their settings; the rule `analysis_<kind>` computes one JSON file per
-cell system (artifacts/<scale>/tables/<table>/<kind>/<system>.json; per column for the PER_COLUMN kinds:
-<kind>/<column>.json) and the table step hands it to the layout as the cell value `<kind>`.
+A table names them under `analyses:` with their settings. `register_analysis` declares a kind: its settings
+dataclass (pipeline/settings.py), which files one job reads (`inputs(job)`), what else it needs to know
+(`context(job)`), the function that computes it (run(task) -> a JSON-able result), the modules its results depend
+on, and whether it runs once per cell system, per table column or per table. Each kind becomes the step `<kind>`
+(underscores as hyphens) called by the Snakemake rule `analysis_<kind>` (workflows/rules/analyses.smk, generated
+from this registry) that writes artifacts/<scale>/tables/<table>/<kind>/<item>.json; the table step hands it to the
+layout as the cell value `<kind>`. Papers declare their own kinds in pipeline/papers/<paper>/.
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
 from pipeline.errors import PipelineError
+from pipeline.settings import from_mapping, to_mapping
+from pipeline.steps import DEFAULT_RESOURCES, Resources, register_step
+from pipeline.steps.arguments import arg
 
-# kind -> setting -> (type, default); a default of None means required
-ANALYSES: dict[str, dict[str, tuple[type, object]]] = {
-    # BLEU by source (and target) length in tokenised words; bins [lo, hi] with hi null for the open last one;
-    # `metric`: a registered metric whose score file's per-sentence stats are summed per bin (all references, its
-    # casing and tokenisation), "" for sacreBLEU against the first reference
-    "length": {"by": (list, ["source"]), "bins": (list, None), "metric": (str, "")},
-    # probing classifiers on the mean of the top encoder layer; tasks from SentEval (paper) or built from text
-    "probing": {"corpus": (str, None), "max_per_task": (int, 6000), "seed": (int, 1), "epochs": (int, 100),
-                "hidden": (int, 0), "lr": (float, 0.01)},
-    # self-attention entropy, weight histograms and Jensen-Shannon divergence from teacher-forced passes
-    "attention": {"sentences": (int, 400), "bins": (int, 20)},
-    # the learnt input-independent attention weights (RAN / Syn-R), the top-left size x size corner
-    "patterns": {"size": (int, 80)},
-    # decoding speed by batch size and beam: median of `repeats` timed passes over the first `sentences`
-    "speed": {"sentences": (int, 200), "batch_sizes": (list, [100]), "beams": (list, [4]), "repeats": (int, 3)},
-    # attention over the previous target words (teacher-forced on the first `sentences` references): the relative
-    # position of the most attended word, one sentence's matrix (`sentence`, 1-based) and binary trees from it
-    # (`trees` sentences from there); `parses`: a file of gold trees of those references, "" for none
-    "previous_words": {"sentences": (int, 400), "sentence": (int, 1), "trees": (int, 3), "max_distance": (int, 50),
-                       "parses": (str, "")},
-    # perplexity of the test references (teacher-forced, every target token and EOS)
-    "perplexity": {"sentences": (int, 1_000_000), "batch_size": (int, 50)},
-    # human ranking of a column's systems: blind sheets of `sentences` seeded test sentences (the key kept apart);
-    # `sheets`: a directory of filled-in sheets <column>*.tsv to tally, "" for none yet
-    "ranking": {"sentences": (int, 50), "seed": (int, 1), "sheets": (str, "")},
-    # alignment error rate of the attention's argmax links (teacher-forced on the references) against the gold links
-    # <split>.links of the corpus's raw directory (the first `sentences` pairs), and the word attention of the
-    # `shown` sentences (1-based)
-    "alignment": {"sentences": (int, 1_000_000), "batch_size": (int, 50), "shown": (list, [1, 2])},
-    # a learning curve of the run (pipeline/evaluate/curves.py: CURVES) over its first `epochs` epochs (0: all)
-    "curves": {"curve": (str, "valid/nll"), "epochs": (int, 0)},
-}
-# Kinds computed once per table column (over the column's systems) instead of once per system.
-PER_COLUMN = frozenset({"ranking"})
+PER = ("system", "column", "table")
+RESERVED = ("significance", "cells")  # folders of a table's artifacts that are not analyses
 
 
-def check_settings(kind: str, settings: dict) -> dict:
-    """The settings of an analysis with defaults filled in; a bad key or value -> PipelineError naming it."""
-    schema = ANALYSES[kind]
-    for key in settings:
-        if key not in schema:
-            raise PipelineError(f"{key}: unknown setting; expected one of {', '.join(schema)}")
-    out = {}
-    for key, (kind_, default) in schema.items():
-        if key not in settings:
-            if default is None:
-                raise PipelineError(f"{key}: missing required setting")
-            out[key] = default
-            continue
-        value = settings[key]
-        if kind_ is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind_) or isinstance(value, bool):
-            raise PipelineError(f"{key}: expected {kind_.__name__}, got {value!r}")
-        out[key] = value
-    _check_values(kind, out)
-    return out
+@dataclass(frozen=True)
+class Job:
+    """One analysis job as the rules see it: the params, the table, its item (a system, a column or the table's name)
+    and the artifact paths (pipeline/paths.py)."""
+    params: Any
+    paths: Any
+    table: Any
+    item: str
+
+    kind: str = ""  # whose settings the job reads: the kind's, or the kind it is part of
+
+    @property
+    def settings(self) -> dict:
+        return self.table.analyses[self.kind]
+
+    def corpus(self):
+        """The corpus of the item: its system's, or the column's first system's."""
+        if self.item in self.table.test_sets:
+            return self.params.corpus_of(next(iter(self.table.column(self.item).values())))
+        return self.params.corpus_of(self.item)
+
+    def split(self) -> str:
+        """The test set of the item: its column's, or the column where its system is tested."""
+        if self.item in self.table.test_sets:
+            return self.table.test_sets[self.item]
+        return self.table.test_set_of(self.item)
+
+    def test_data(self) -> dict:
+        """A trained model and the item's subword test set with the vocabularies."""
+        corpus, split = self.corpus().name, self.split()
+        return {"model": self.paths.model(self.item),
+                "src": self.paths.data(corpus, "bpe", f"{split}.src"), "tgt": self.paths.data(corpus, "bpe", f"{split}.tgt"),
+                "src_vocab": self.paths.data(corpus, "bpe", "vocab.src"),
+                "tgt_vocab": self.paths.data(corpus, "bpe", "vocab.tgt")}
 
 
-def _check_values(kind: str, s: dict) -> None:
-    positive = [k for k, (t, _) in ANALYSES[kind].items() if t is int and k not in ("hidden", "epochs")]
-    for key in positive:
-        if s[key] < 1:
-            raise PipelineError(f"{key}: expected an integer >= 1, got {s[key]!r}")
-    if kind == "length":
-        if not s["by"] or any(b not in ("source", "target") for b in s["by"]):
-            raise PipelineError(f"by: expected a list of 'source' and/or 'target', got {s['by']!r}")
-        from pipeline.evaluate.length import check_bins
-        check_bins([tuple(b) if isinstance(b, list) else b for b in s["bins"]])
-        if s["metric"]:
-            from pipeline.evaluate.metrics import get_metric
-            get_metric(s["metric"])
-    if kind == "speed":
-        for key in ("batch_sizes", "beams"):
-            if not s[key] or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in s[key]):
-                raise PipelineError(f"{key}: expected a non-empty list of positive integers, got {s[key]!r}")
-    if kind == "alignment" and any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in s["shown"]):
-        raise PipelineError(f"shown: expected a list of 1-based sentence numbers, got {s['shown']!r}")
-    if kind == "curves":
-        from pipeline.evaluate.curves import CURVES
-        if s["curve"] not in CURVES:
-            raise PipelineError(f"curve: expected one of {', '.join(CURVES)}, got {s['curve']!r}")
-        if s["epochs"] < 0:
-            raise PipelineError(f"epochs: expected an integer >= 0 (0: the whole run), got {s['epochs']!r}")
-    if kind == "probing" and s["hidden"] < 0:
-        raise PipelineError(f"hidden: expected an integer >= 0 (0: a linear probe), got {s['hidden']!r}")
+@dataclass(frozen=True)
+class Task:
+    """What a kind's run function gets: its input files, checked settings, context and output paths."""
+    inputs: dict
+    settings: Any
+    context: dict
+    outputs: dict  # "result" (the JSON the function's return value is written to) and the kind's extra outputs
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A declared analysis kind (see the module docstring)."""
+    kind: str
+    settings: type
+    inputs: Callable[[Job], Mapping[str, Any]]
+    run: Callable[[Task], dict]
+    code: tuple[str, ...] = ()
+    per: str = "system"
+    context: Callable[[Job], dict] = lambda job: {}
+    extra_outputs: Mapping[str, str] = field(default_factory=dict)  # name -> file suffix beside <item> ("/": a folder)
+    part_of: str | None = None  # a kind run as part of another (its settings): not named in a table
+    resources: Mapping[str, Resources] = field(default_factory=lambda: dict(DEFAULT_RESOURCES))
+
+    @property
+    def step(self) -> str:
+        return self.kind.replace("_", "-")
+
+    @property
+    def rule(self) -> str:
+        return f"analysis_{self.kind}"
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        return (self.run.__module__,) + tuple(self.code)
+
+    def check(self, raw: Mapping[str, Any] | None) -> dict:
+        """The settings of a table's analysis with defaults filled in; a bad key or value -> PipelineError."""
+        return to_mapping(from_mapping(self.settings, raw))
+
+
+ANALYSES: dict[str, Analysis] = {}
+
+
+@dataclass
+class AnalysisArgs:
+    settings: str = arg(help="JSON: the table's settings of this analysis")
+    inputs: str = arg(help="JSON: name -> input file (or list of files)")
+    output: str = arg(help="the result (JSON)")
+    context: str = arg("{}", help="JSON: what else the analysis needs to know (languages, splits, ...)")
+    extra: str = arg("{}", help="JSON: name -> path of the analysis's other outputs")
+
+
+def register_analysis(kind: str, settings: type, *, inputs: Callable, code: tuple[str, ...] = (), per: str = "system",
+                      context: Callable | None = None, extra_outputs: Mapping[str, str] | None = None,
+                      part_of: str | None = None, resources: Mapping[str, Resources] | None = None,
+                      help: str = "") -> Callable:
+    """Decorator: declare run(task) -> dict as the analysis `kind` and its step (see the module docstring)."""
+    if per not in PER:
+        raise PipelineError(f"analysis {kind!r}: per {per!r}; expected one of {', '.join(PER)}")
+    if kind in RESERVED or not kind.replace("_", "").isalnum():
+        raise PipelineError(f"analysis {kind!r}: expected a name of letters, digits and '_', not one of "
+                            f"{', '.join(RESERVED)}")
+
+    def register(run: Callable) -> Callable:
+        analysis = Analysis(kind, settings, inputs, run, tuple(code), per, context or (lambda job: {}),
+                            dict(extra_outputs or {}), part_of, dict(resources or DEFAULT_RESOURCES))
+
+        def step(args: AnalysisArgs) -> None:
+            from pipeline.fileio import write_json
+            task = Task(json.loads(args.inputs), from_mapping(settings, json.loads(args.settings)),
+                        json.loads(args.context), {"result": args.output, **json.loads(args.extra)})
+            write_json(args.output, run(task))
+
+        step.__module__, step.__qualname__ = run.__module__, run.__qualname__
+        register_step(analysis.step, AnalysisArgs, rules=(analysis.rule,), stage="table", code=tuple(code),
+                      resources=analysis.resources, help=help or (run.__doc__ or kind).splitlines()[0])(step)
+        ANALYSES[kind] = analysis
+        return run
+
+    return register
+
+
+def analyses() -> dict[str, Analysis]:
+    """Every declared kind: the shared ones and every paper's."""
+    from pipeline.steps import load_steps
+    load_steps()
+    return ANALYSES
+
+
+def get_analysis(kind: str) -> Analysis:
+    known = {k: a for k, a in analyses().items() if a.part_of is None}
+    if kind not in known:
+        raise PipelineError(f"unknown analysis; expected one of {', '.join(known)}")
+    return known[kind]
+
+
+def items(table, analysis: Analysis) -> list[str]:
+    """The items an analysis kind runs on in a table: its cell systems, its columns or the table itself ("all")."""
+    if analysis.per == "system":
+        return table.systems()
+    if analysis.per == "column":
+        return sorted(table.test_sets)
+    return ["all"]
+
+
+def table_jobs(params, paths, table) -> list[tuple[Analysis, Job]]:
+    """Every analysis job of a table: the kinds it names and the kinds run as part of them, one job per item."""
+    named = set(table.analyses)
+    kinds = [a for a in analyses().values() if a.kind in named or a.part_of in named]
+    return [(a, Job(params, paths, table, item, a.part_of or a.kind)) for a in kinds for item in items(table, a)]
+
+
+def check_settings(kind: str, settings: Mapping[str, Any] | None) -> dict:
+    """The settings of a table's analysis `kind` checked, with defaults filled in (PipelineError naming the key)."""
+    return get_analysis(kind).check(settings)

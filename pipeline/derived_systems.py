@@ -15,14 +15,15 @@ NBEST_KINDS = ("experiment", "ensemble", "external")  # systems with n-best list
 MODEL_KINDS = ("experiment", "ensemble")               # systems with weights that can score a candidate
 ANY_KIND = NBEST_KINDS + ("combination",)
 
-# method -> {"inputs": role -> (a list of systems?, the kinds allowed), "settings": name -> (type, default)}
+# method -> {"inputs": role -> (a list of systems?, the kinds allowed), "settings": name -> (type, default),
+#            "steps": the registered steps that make its outputs (pipeline/steps/)}
 METHODS: dict[str, dict] = {
     "rerank": {"inputs": {"nbest": (False, NBEST_KINDS), "scorer": (False, MODEL_KINDS)},
-               "settings": {"n": (int, 20), "length": (str, "normalize")}},
-    "gmbr": {"inputs": {"systems": (True, NBEST_KINDS)},
+               "settings": {"n": (int, 20), "length": (str, "normalize")}, "steps": ("rerank",)},
+    "gmbr": {"inputs": {"systems": (True, NBEST_KINDS)}, "steps": ("gmbr-tune", "gmbr"),
              "settings": {"n": (int, 20), "tune_split": (str, "valid"), "tune_sentences": (int, 500),
                           "metric": (str, "multi-bleu"), "trials": (int, 200), "seed": (int, 1)}},
-    "length": {"inputs": {"short": (False, ANY_KIND), "long": (False, ANY_KIND)},
+    "length": {"inputs": {"short": (False, ANY_KIND), "long": (False, ANY_KIND)}, "steps": ("length-switch",),
                "settings": {"threshold": (int, 40)}},
 }
 RERANK_LENGTH = ("normalize", "none")  # a candidate's score: log-probability per token (and EOS) | summed

@@ -1,87 +1,31 @@
-"""dvc.yaml from the params files: one stage per corpus, trained system, evaluated system, table and figure.
+"""dvc.yaml from the params files and the step registry: one stage per corpus, trained system, evaluated system,
+table and figure.
 
-Each stage runs Snakemake for exactly its own rules and target, and depends on exactly what its target reads:
-its corpora and systems (artifact folders) and the package modules its steps import (an import closure of
-pipeline.* found by reading the code, so a stage's code dependencies cannot drift). The paper's own modules
-are a dependency of its tables only. pipeline/cli.py, the thin layer every step goes through, is left out so
-that editing one step's command line does not make every stage stale (our choice).
+Each stage runs Snakemake for exactly its own rules (the rules of the registered steps of its stage group,
+pipeline/steps/) and target, and depends on exactly what its target reads: its corpora and systems (artifact
+folders; an analysis's from the files its declaration reads) and the code its steps run (pipeline/code_deps.py:
+the steps' functions and the modules of the metrics, tests and analysis kinds it uses, by import closure, so a
+stage's code dependencies cannot drift). pipeline/cli.py, the thin layer every step goes through, is left out so
+that editing the command line does not make every stage stale (our choice).
 
 DVC's templating cannot interpolate a list, so stages of one group whose dependency lists differ in length take
-numbered slots (a00, a01, ...; p0, p1, ...) and a stage with fewer repeats its last entry (DVC accepts repeats).
+numbered slots (a00, a01, ...; c00, ...) and a stage with fewer repeats its last entry (DVC accepts repeats).
 """
 from __future__ import annotations
 
-import ast
-from functools import lru_cache
-from pathlib import Path
-
 import yaml
 
+from pipeline.analyses import table_jobs
+from pipeline.code_deps import code_files
 from pipeline.config import Params
+from pipeline.evaluate.metrics import get_metric
+from pipeline.evaluate.significance import get_test
+from pipeline.paths import Paths
+from pipeline.steps import load_steps
 
-PACKAGE = Path(__file__).resolve().parent
-REPO = PACKAGE.parent
 SMK = "snakemake --profile workflows/profiles/local --quiet rules"
 ART = "${paths.artifacts}/${scale}"
-CORPUS_CODE = ("pipeline.data.registry", "pipeline.data.tokenize", "pipeline.data.clean", "pipeline.data.subword",
-               "pipeline.data.vocab")
-TRAIN_CODE = ("pipeline.train", "pipeline.recipe", "pipeline.checkpoint", "pipeline.models.registry",
-              "pipeline.data.vocab", "pipeline.data.batching")
-EVAL_CODE = ("pipeline.translate", "pipeline.search", "pipeline.ensemble", "pipeline.checkpoint",
-             "pipeline.evaluate.metrics", "pipeline.evaluate.metric_text", "pipeline.data.tokenize",
-             "pipeline.data.subword", "pipeline.data.vocab", "pipeline.external", "pipeline.rerank",
-             "pipeline.combination")
-EVAL_RULES = "translate score scores nbest_decode external_hyp external_nbest rerank gmbr_tune gmbr length_switch"
-TABLE_CODE = ("pipeline.report.cells", "pipeline.report.layouts", "pipeline.report.table", "pipeline.report.figures")
-ANALYSIS_CODE = {"length": ("pipeline.evaluate.length",), "attention": ("pipeline.evaluate.attention",),
-                 "patterns": ("pipeline.evaluate.attention",), "speed": ("pipeline.evaluate.speed",),
-                 "probing": ("pipeline.evaluate.probing", "pipeline.data.tokenize", "pipeline.data.subword"),
-                 "previous_words": ("pipeline.evaluate.previous_words",),
-                 "perplexity": ("pipeline.evaluate.perplexity",), "ranking": ("pipeline.evaluate.ranking",),
-                 "alignment": ("pipeline.evaluate.alignment", "pipeline.evaluate.source_attention"),
-                 "curves": ("pipeline.evaluate.curves",)}
-SIGNIFICANCE_CODE = ("pipeline.evaluate.significance", "pipeline.evaluate.metrics")
-TABLE_RULES = ("significance analysis_length analysis_attention analysis_patterns analysis_speed "
-               "analysis_probing_data analysis_probing analysis_previous_words analysis_perplexity analysis_ranking "
-               "analysis_alignment analysis_curves table figure")
-
-
-# ------------------------------------------------------------------------------------------- code closure
-def _module_file(name: str) -> Path | None:
-    """pipeline.a.b -> pipeline/a/b.py or pipeline/a/b/__init__.py (None if neither exists)."""
-    base = REPO.joinpath(*name.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-@lru_cache(maxsize=None)
-def _imports(path: Path) -> tuple[str, ...]:
-    """The pipeline.* modules a file imports anywhere (top level or inside functions)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names if alias.name.split(".")[0] == "pipeline"]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pipeline":
-            found.append(node.module)
-            found += [f"{node.module}.{alias.name}" for alias in node.names]  # `from pkg import module`
-    return tuple(found)
-
-
-def code_closure(roots) -> list[str]:
-    """Repository-relative files of the modules `roots` import, transitively, with their packages' __init__."""
-    seen: set[Path] = set()
-    todo = list(roots)
-    while todo:
-        name = todo.pop()
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):
-            path = _module_file(".".join(parts[:i]))
-            if path is not None and path not in seen:
-                seen.add(path)
-                todo += _imports(path)
-    return sorted(str(p.relative_to(REPO)) for p in seen)
+FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
 
 
 # ------------------------------------------------------------------------------------------------- stages
@@ -121,16 +65,27 @@ def _group(items: dict, do: dict) -> dict:
     return {"foreach": {name: _Flow(item) for name, item in items.items()}, "do": do}
 
 
+def stage_rules(stage: str) -> str:
+    """The Snakemake rules a stage group's stages may run: those of its registered steps."""
+    return " ".join(sorted(rule for step in load_steps().values() if step.stage == stage for rule in step.rules))
+
+
+def step_code(names, modules=(), functions=()) -> list[str]:
+    """The files the named steps (and the modules and functions named) depend on."""
+    steps = load_steps()
+    return code_files([steps[name].run for name in names] + list(functions),
+                      [m for name in names for m in steps[name].code] + list(modules))
+
+
 def stages(p: Params) -> dict:
     """The `stages:` mapping of dvc.yaml."""
+    steps = load_steps()
     out = {}
-    corpus_code = code_closure(CORPUS_CODE)
+    corpus = sorted(name for name, step in steps.items() if step.stage == "corpus")
     out["corpus"] = _group(
         {name: {"file": p.files[c.paper]} for name, c in p.corpora.items()},
-        {"cmd": f"{SMK} --allowed-rules fetch tokenize learn_truecaser truecase clean learn_bpe apply_bpe vocab "
-                f"corpus -- "
-                f"{ART}/data/${{key}}/ready",
-         "deps": corpus_code, "params": ["scale", "seed", {"${item.file}": ["corpora.${key}"]}],
+        {"cmd": f"{SMK} --allowed-rules {stage_rules('corpus')} -- {ART}/data/${{key}}/ready",
+         "deps": step_code(corpus), "params": ["scale", "seed", {"${item.file}": ["corpora.${key}"]}],
          "outs": [f"{ART}/data/${{key}}"]})
 
     train_keys = max(len(e.params_keys) for e in p.experiments.values())
@@ -141,25 +96,27 @@ def stages(p: Params) -> dict:
         items[name] = {"corpus": exp.corpus, "start": start[0], **_slots("f", files, train_keys),
                        **_slots("k", keys, train_keys)}
     out["train"] = _group(items, {
-        "cmd": f"{SMK} --allowed-rules train -- {ART}/models/${{key}}/model.pt",
-        "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + code_closure(TRAIN_CODE),
+        "cmd": f"{SMK} --allowed-rules {stage_rules('train')} -- {ART}/models/${{key}}/model.pt",
+        "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + step_code(["train"]),
         "params": ["seed", "precision"] + _param_lines(train_keys),
         "outs": [f"{ART}/models/${{key}}", f"{ART}/curves/${{key}}"]})
 
     systems = _evaluated(p)
     reads = {name: _system_artifacts(p, name) for name in systems}
-    width = max(map(len, reads.values()))
+    code = {name: _system_code(p, name) for name in systems}
+    width, c_width = max(map(len, reads.values())), max(map(len, code.values()))
     eval_keys = max(len(s.params_keys) for s in systems.values())
     items = {}
     for name, system in systems.items():
         files, keys = _keys(system.params_keys)
         wanted = " ".join(f"{split}.{metric}" for split, metric in p.scores_of(name))
         items[name] = {"corpus": system.corpus, "scores": wanted, **_slots("m", reads[name], width),
-                       **_slots("f", files, eval_keys), **_slots("k", keys, eval_keys)}
+                       **_slots("c", code[name], c_width), **_slots("f", files, eval_keys),
+                       **_slots("k", keys, eval_keys)}
     out["eval"] = _group(items, {
-        "cmd": f"{SMK} --allowed-rules {EVAL_RULES} -- {ART}/eval/${{key}}/scores.json  "
+        "cmd": f"{SMK} --allowed-rules {stage_rules('eval')} -- {ART}/eval/${{key}}/scores.json  "
                f"# scores: ${{item.scores}}",
-        "deps": [f"{ART}/data/${{item.corpus}}"] + _dep_lines("m", width, True) + code_closure(EVAL_CODE),
+        "deps": [f"{ART}/data/${{item.corpus}}"] + _dep_lines("m", width, True) + _dep_lines("c", c_width, False),
         "params": ["decoding"] + _param_lines(eval_keys),
         "outs": [f"{ART}/eval/${{key}}"]})
 
@@ -168,14 +125,14 @@ def stages(p: Params) -> dict:
         if not tables:
             continue
         deps = {name: _table_artifacts(p, t) for name, t in tables.items()}
-        code = {name: _table_code(t) for name, t in tables.items()}
+        code = {name: _table_code(p, t) for name, t in tables.items()}
         a_width, c_width = max(map(len, deps.values())), max(map(len, code.values()))
         items = {name: {"file": p.files[t.paper], "paper": t.paper, "output": t.output,
                         **_slots("a", deps[name], a_width), **_slots("c", code[name], c_width)}
                  for name, t in tables.items()}
         rendering = "png" if figure else "md"
         out[group] = _group(items, {
-            "cmd": f"{SMK} --allowed-rules {TABLE_RULES} -- results/${{item.paper}}/${{item.output}}.tsv",
+            "cmd": f"{SMK} --allowed-rules {stage_rules('table')} -- results/${{item.paper}}/${{item.output}}.tsv",
             "deps": _dep_lines("a", a_width, True) + _dep_lines("c", c_width, False),
             "params": ["significance", {"${item.file}": [f"{'figures' if figure else 'tables'}.${{key}}"]}],
             "outs": [f"{ART}/tables/${{key}}",
@@ -199,28 +156,48 @@ def _system_artifacts(p: Params, system: str) -> list[str]:
     return found
 
 
+def _system_code(p: Params, system: str) -> list[str]:
+    """The code a system's evaluation runs: how its outputs are made (beam search, supplied files, or its
+    combination's steps with the n-best lists they read), scoring and the modules of the metrics it is scored by."""
+    from pipeline.derived_systems import METHODS
+    if system in p.combinations:
+        steps = ["translate", "external", *METHODS[p.combinations[system].method]["steps"]]
+    else:
+        steps = ["external" if system in p.external else "translate"]
+    metrics = {type(get_metric(metric)).__module__ for _, metric in p.scores_of(system)}
+    return step_code(steps + ["score", "scores"], sorted(metrics))
+
+
+def _artifact_folder(paths: Paths, path: str) -> str | None:
+    """models/<exp>, data/<corpus>, ... of a file under the artifacts root (None for other files)."""
+    parts = path.removeprefix(paths.root + "/").split("/")
+    return "/".join(parts[:2]) if path.startswith(paths.root + "/") and parts[0] in FOLDERS else None
+
+
 def _table_artifacts(p: Params, table) -> list[str]:
-    """The artifact folders a table reads: its systems' scores and run summaries, and corpora its analyses read."""
+    """The artifact folders a table reads: its systems' scores and run summaries, and what its analyses read."""
     found = []
     for system in table.systems():
         found.append(f"eval/{system}")
         found += [f"models/{m}" for m in p.members(system)]
-    if table.analyses.keys() - {"patterns", "curves"}:
-        found += sorted({f"data/{p.corpus_of(s).name}" for s in table.systems()})
-    if "curves" in table.analyses:
-        found += [f"curves/{m}" for s in table.systems() for m in p.members(s)]
-    if "probing" in table.analyses:
-        found.append(f"data/{table.analyses['probing']['corpus']}")
+    paths = Paths(p.root)
+    for analysis, job in table_jobs(p, paths, table):
+        for value in analysis.inputs(job).values():
+            found += [folder for path in ([value] if isinstance(value, str) else value)
+                      if (folder := _artifact_folder(paths, path))]
     return sorted(set(found))
 
 
-def _table_code(table) -> list[str]:
-    roots = list(TABLE_CODE) + [f"pipeline.papers.{table.paper}"]
+def _table_code(p: Params, table) -> list[str]:
+    """The code a table runs: the table step, its layout, its significance test and analysis kinds."""
+    from pipeline.report.layouts import load_papers
+    names, modules = ["table"], []
     if table.significance is not None:
-        roots += SIGNIFICANCE_CODE
-    for kind in table.analyses:
-        roots += ANALYSIS_CODE[kind]
-    return code_closure(roots)
+        names.append("significance")
+        modules += [get_test(table.significance.test).__module__,
+                    type(get_metric(table.tested()[0])).__module__]
+    kinds = {analysis.step for analysis, _ in table_jobs(p, Paths(p.root), table)}
+    return step_code(names + sorted(kinds), modules, [load_papers()[table.layout].function])
 
 
 def dvc_yaml(p: Params) -> str:

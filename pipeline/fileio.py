@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -65,11 +66,34 @@ def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[
     return src_lines, tgt_lines
 
 
+def read_references(ref_dir: str | os.PathLike, test_set: str, lang: str) -> list[list[str]]:
+    """Every reference stream of a test set: <test_set>.<lang>, then <test_set>.<lang>.1, .2, ... if present."""
+    streams = [Path(ref_dir) / f"{test_set}.{lang}"]
+    while (Path(ref_dir) / f"{test_set}.{lang}.{len(streams)}").exists():
+        streams.append(Path(ref_dir) / f"{test_set}.{lang}.{len(streams)}")
+    return [read_lines(path) for path in streams]
+
+
 def write_lines(path: str | os.PathLike, lines) -> None:
     """Write lines atomically, one per line, UTF-8."""
     with atomic_open(path) as handle:
         for line in lines:
             handle.write(line + "\n")
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    """Write `obj` as indented JSON (keys sorted, UTF-8 kept) atomically."""
+    with atomic_open(path) as handle:
+        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=True)
+        handle.write("\n")
+
+
+def read_json(path: str | os.PathLike):
+    """A JSON file; invalid JSON -> PipelineError naming the file."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise PipelineError(f"{path}: not valid JSON ({err})") from None
 
 
 # n-best lists: one line per hypothesis, "<i> ||| <hypothesis> ||| <score>", i the 0-based sentence index, a

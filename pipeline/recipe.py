@@ -1,5 +1,5 @@
 """The one training-recipe schema (torch-free: the config check imports it): optimizer, schedule, batching, loss
-normalisation, stopping and which weights to keep. pipeline/train.py builds what a recipe names."""
+normalisation, stopping and which weights to keep. pipeline/train/ builds what a recipe names."""
 from __future__ import annotations
 
 import dataclasses

@@ -66,3 +66,21 @@ def rerank_choice(scores: Sequence[tuple[float, int]], length: str = "normalize"
         raise PipelineError(f"reranking: length {length!r}; expected normalize or none")
     values = [total / tokens if length == "normalize" else total for total, tokens in scores]
     return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def rerank_lists(model, sources: Sequence[Sequence[int]], lists, tgt_vocab, *, lang: str, truecaser=None, bpe=None,
+                 pretokenized: bool = False, length: str = "normalize", batch_size: int = 50,
+                 where: str = "n-best lists") -> list[str]:
+    """Per sentence the candidate of its n-best list (read_nbest's (score, text) lists) the model scores best, the
+    candidates prepared as the corpus's target side (prepare_candidates); an empty list names `where`."""
+    flat = [(i, text) for i, hyps in enumerate(lists) for _, text in hyps]
+    prepared = prepare_candidates([text for _, text in flat], lang, truecaser, bpe, pretokenized)
+    scores = sentence_log_probs(model, [sources[i] for i, _ in flat], [tgt_vocab.encode(c) for c in prepared],
+                                batch_size=batch_size)
+    chosen, at = [], 0
+    for hyps in lists:
+        if not hyps:
+            raise PipelineError(f"{where}: sentence {len(chosen)} has no candidates; expected at least one")
+        chosen.append(hyps[rerank_choice(scores[at:at + len(hyps)], length)][1])
+        at += len(hyps)
+    return chosen

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.alignment import (alignment_error, argmax_links, parse_links, read_gold, word_of,
+from pipeline.papers.zhang2018.alignment import (alignment_error, argmax_links, parse_links, read_gold, word_of,
                                          word_weights)
 
 

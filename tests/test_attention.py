@@ -7,7 +7,7 @@ import torch
 
 from pipeline.data.vocab import BOS, EOS
 from pipeline.errors import PipelineError
-from pipeline.evaluate.attention import attention_statistics, pattern_weights
+from pipeline.papers.zeng2021.attention import attention_statistics, pattern_weights
 from pipeline.models import build_model
 from pipeline.models.ran import using
 

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from pipeline.combination import (check_theta, expected_features, gmbr_choice, length_heuristic, pair_features,
-                                  tune_theta)
 from pipeline.errors import PipelineError
 from pipeline.evaluate.metrics import get_metric
+from pipeline.gmbr import check_theta, expected_features, gmbr_choice, pair_features, tune_theta
+from pipeline.steps.length_switch import length_heuristic
 
 UNIFORM = np.full(6, 1 / 6)
 

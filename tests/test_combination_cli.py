@@ -114,11 +114,17 @@ def test_length_switch_takes_the_short_system_below_the_threshold(tmp_path, caps
 
 
 # ------------------------------------------------------------------------------------------------ curves
+def curves(capsys, folder):
+    """`python -m pipeline curves` (shu2016 Figure 2) of folder/nll.tsv and folder/train.json, the first 3 epochs."""
+    return run(capsys, "curves", "--settings", json.dumps({"curve": "valid/nll", "epochs": 3}),
+               "--inputs", json.dumps({"curve": str(folder / "nll.tsv"), "summary": str(folder / "train.json")}),
+               "--output", folder / "out.json")
+
+
 def test_a_curve_is_cut_after_its_first_epochs(tmp_path, capsys):
     write(tmp_path / "nll.tsv", ["step\tnll", "20\t5.0", "40\t4.0", "60\t3.5", "80\t3.0", "100\t2.9"])
     (tmp_path / "train.json").write_text(json.dumps({"steps": 100, "epochs": 4.0}))
-    code, err = run(capsys, "curve", "--curve", tmp_path / "nll.tsv", "--summary", tmp_path / "train.json",
-                    "--settings", json.dumps({"curve": "valid/nll", "epochs": 3}), "--output", tmp_path / "out.json")
+    code, err = curves(capsys, tmp_path)
     assert code == 0, err
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["steps_per_epoch"] == 25.0 and out["points"] == [[20, 5.0], [40, 4.0], [60, 3.5]]
@@ -132,6 +138,5 @@ def test_a_curve_is_cut_after_its_first_epochs(tmp_path, capsys):
 def test_bad_curve_files_are_named(tmp_path, capsys, lines, summary, words):
     write(tmp_path / "nll.tsv", lines)
     (tmp_path / "train.json").write_text(json.dumps(summary))
-    code, err = run(capsys, "curve", "--curve", tmp_path / "nll.tsv", "--summary", tmp_path / "train.json",
-                    "--settings", json.dumps({"curve": "valid/nll", "epochs": 3}), "--output", tmp_path / "out.json")
+    code, err = curves(capsys, tmp_path)
     assert code == 2 and all(w in err for w in words), err

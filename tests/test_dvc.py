@@ -4,12 +4,25 @@ Also: dvc.yaml is generated from the params files and up to date; a table's stag
 corpora and systems (a dry run in a fresh clone lists just those); editing one system (dvc exp run -S) reruns
 only that system and what depends on it; editing a file a stage uses makes exactly the stages using it stale.
 """
+import copy
 import json
 import re
 
 import pytest
 
 from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, run
+
+# TOY_HAO2019 with two combined systems (reranking, GMBR) and an analysis (BLEU by length), so that editing a step's
+# module can be seen to make exactly the stages that run it stale
+TOY_WITH_STEPS = copy.deepcopy(TOY_HAO2019)
+TOY_WITH_STEPS["combinations"] = {
+    "ende-rerank": {"method": "rerank", "nbest": "ende-base", "scorer": "ende-base-biarn", "settings": {"n": 2}},
+    "ende-gmbr": {"method": "gmbr", "systems": ["ende-base", "ende-base-biarn"],
+                  "settings": {"n": 2, "tune_sentences": 20, "trials": 5}},
+}
+TOY_WITH_STEPS["figures"] = {"hao2019-length": {
+    "cells": {"base": {"en-de": "ende-base"}, "biarn": {"en-de": "ende-rerank"}, "base-cont": {"en-de": "ende-gmbr"}},
+    "analyses": {"length": {"bins": [[0, 6], [6, None]]}}}}
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +56,7 @@ def test_dry_run_of_one_table_in_a_fresh_clone_lists_only_its_own_stages(tmp_pat
 
 
 def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
-    ws = make_workspace(tmp_path / "ws", git=True)
+    ws = make_workspace(tmp_path / "ws", papers={"hao2019": TOY_WITH_STEPS}, git=True)
     remote = tmp_path / "remote"
     run(["dvc", "remote", "add", "-d", "local", str(remote)], ws)
     run(["git", "add", "-A"], ws)
@@ -71,10 +84,19 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     layout.write_text(layout.read_text() + "\n# edited\n")
     assert stale(ws) == {"table@hao2019-table3"}
     run(["git", "checkout", "--", "pipeline/papers/hao2019/layouts.py"], ws)
-    translate = ws / "pipeline/translate.py"   # decoding only: the trainer does not import it
-    translate.write_text(translate.read_text() + "\n# edited\n")
-    assert stale(ws) == {f"eval@{s}" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
-    run(["git", "checkout", "--", "pipeline/translate.py"], ws)
+    decoded = {f"eval@{s}" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
+    combined = {"eval@ende-rerank", "eval@ende-gmbr"}  # they decode their inputs' n-best lists
+    for module, expected in (("pipeline/translate.py", decoded | combined),   # decoding only, not the trainer
+                             ("pipeline/rerank.py", {"eval@ende-rerank"}),    # a step's own code ...
+                             ("pipeline/steps/rerank.py", {"eval@ende-rerank"}),
+                             ("pipeline/gmbr.py", {"eval@ende-gmbr"}),
+                             ("pipeline/steps/gmbr.py", {"eval@ende-gmbr"}),
+                             ("pipeline/steps/analysis.py", {"figure@hao2019-length"}),  # ... an analysis kind's
+                             ("pipeline/evaluate/significance.py", {"table@hao2019-table3"})):
+        path = ws / module
+        path.write_text(path.read_text() + "\n# edited\n")
+        assert stale(ws) == expected, module
+        run(["git", "checkout", "--", module], ws)
     assert not stale(ws)
 
     run(["dvc", "push"], ws)

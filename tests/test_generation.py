@@ -14,11 +14,12 @@ import pytest
 from loopback import make_tgz, sha256
 
 from pipeline.data import generation
-from pipeline.data.embedded import WHEELS, Wheel, normalise
 from pipeline.data.generation import (CNNDM, PERSONACHAT, STANDIN_DIALOGUE, STANDIN_SUMMARIZATION, build_archive,
                                       build_standin, english_runs, lead_documents, next_string_pairs)
 from pipeline.data.registry import fetch_corpus, get_corpus
+from pipeline.data.splitting import normalise
 from pipeline.data.tokenize import detokenize_lines, tokenize_lines
+from pipeline.data.wheels import WHEELS, Wheel
 from pipeline.errors import PipelineError
 from pipeline.evaluate.rouge import meteor_unavailable_reason
 from pipeline.fileio import read_lines

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.data.registry import fetch_corpus, get_corpus
-from pipeline.data.remote import ManualFile, Member, ParallelPart, RemoteTask, build_remote, part
+from pipeline.data.remote.build import build_remote
+from pipeline.data.remote.entries import ManualFile, Member, ParallelPart, RemoteTask, part
 from pipeline.data.synthetic import build_synthetic, reorder_links
 from pipeline.data.test_splits import ensure_test_sets
 from pipeline.errors import PipelineError
-from pipeline.evaluate.alignment import read_gold
+from pipeline.papers.zhang2018.alignment import read_gold
 from pipeline.fileio import read_lines
 
 CONTENT = re.compile(r"^[NAV]\d+$")

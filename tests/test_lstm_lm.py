@@ -6,14 +6,14 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from model_variants import TGT_LENS, V_SRC, V_TGT, batch, train_copy
 
 from pipeline.data.vocab import BOS, EOS
 from pipeline.errors import PipelineError
-from pipeline.evaluate.perplexity import perplexity
+from pipeline.papers.werlen2018.perplexity import perplexity
 from pipeline.models import build_model, count_parameters
 from pipeline.models.previous_word_summary import zero_first
 from pipeline.search import beam_search, greedy
-from test_models import TGT_LENS, V_SRC, V_TGT, batch, train_copy
 
 torch.set_num_threads(1)
 

@@ -7,7 +7,7 @@ import torch
 
 from pipeline.data.batching import make_batch
 from pipeline.errors import PipelineError
-from pipeline.evaluate.previous_words import (binary_parse_tree, bracketing_scores, parse_ptb, previous_word_analysis,
+from pipeline.papers.werlen2018.previous_words import (binary_parse_tree, bracketing_scores, parse_ptb, previous_word_analysis,
                                               previous_word_attention, read_parses, relative_position_counts,
                                               relative_position_shares, render, right_branching, spans, word_matrix)
 from pipeline.models import build_model

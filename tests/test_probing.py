@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.probing import (SENTEVAL_FILES, SPLITS, TASKS, TEXT_TASKS, GatedProbe, build_text_tasks,
+from pipeline.papers.hao2019.probing import (SENTEVAL_FILES, SPLITS, TASKS, TEXT_TASKS, GatedProbe, build_text_tasks,
                                        encoder_means, fetch_senteval, read_task, run_probing, train_probe)
 from pipeline.models.registry import build_model
 

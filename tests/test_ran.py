@@ -264,7 +264,7 @@ def test_paper_scale_ran_all_saves_the_qk_projections_minus_the_matrices():
     assert expected == 5_122_560
     assert count_parameters(transf) - count_parameters(ran_all) == expected
     assert count_parameters(transf) - count_parameters(ran_e) == layers * qk - per_side
-    assert count_parameters(transf) == 44_138_496 + 40000 * d  # one table; hao2019's formula in test_models
+    assert count_parameters(transf) == 44_138_496 + 40000 * d  # one table; transformer_formula in model_variants
 
 
 def test_small_synr_and_hcsa_parameter_counts():

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.ranking import (COLUMNS, build_sheet, read_key, read_sheet, tally, write_key,
+from pipeline.papers.werlen2018.ranking import (COLUMNS, build_sheet, read_key, read_sheet, tally, write_key,
                                        write_sheet)
 
 SYSTEMS = ["baseline", "mean", "self"]

@@ -1,8 +1,8 @@
-"""`python -m pipeline ranking`: a blind sheet and its key, then the tally of the sheet filled in through the key."""
+"""`python -m pipeline ranking` (werlen2018 Table 5): a blind sheet and its key, then the tally of the sheet filled in through the key."""
 import json
 
 from pipeline.cli import main
-from pipeline.evaluate.ranking import COLUMNS
+from pipeline.papers.werlen2018.ranking import COLUMNS
 
 SYSTEMS = ("baseline", "mean", "self-attentive")
 LINES = 8
@@ -25,11 +25,16 @@ def test_ranking_cli_writes_a_blind_sheet_and_tallies_it_filled(tmp_path):
     for k, system in enumerate(SYSTEMS):  # texts free of the system names: the sheet must stay blind
         path = tmp_path / f"hyp{k}.txt"
         path.write_text("".join(f"output {k} of line {i}\n" for i in range(LINES)), encoding="utf-8")
-        hyps += ["--hyp", f"{system}={path}"]
+        hyps.append(str(path))
     sheet, key, out = tmp_path / "en.sheet.tsv", tmp_path / "en.key.json", tmp_path / "en.json"
-    argv = ["ranking", *hyps, "--src", str(src), "--ref", str(ref), "--sentences", "5", "--seed", "1",
-            "--sheet", str(sheet), "--key", str(key), "--output", str(out)]
-    assert main(argv) == 0
+
+    def ranking(filled: list[str]) -> int:
+        return main(["ranking", "--settings", json.dumps({"sentences": 5, "seed": 1}),
+                     "--inputs", json.dumps({"hyps": hyps, "raw": str(tmp_path), "filled": filled}),
+                     "--context", json.dumps({"rows": list(SYSTEMS), "split": "test", "src": "es", "tgt": "en"}),
+                     "--extra", json.dumps({"sheet": str(sheet), "key": str(key)}), "--output", str(out)])
+
+    assert ranking([]) == 0
     first = json.loads(out.read_text(encoding="utf-8"))
     assert first == {"sheet": str(sheet), "key": str(key), "items": 5, "systems": list(SYSTEMS), "filled": [],
                      "tally": None}
@@ -61,7 +66,7 @@ def test_ranking_cli_writes_a_blind_sheet_and_tallies_it_filled(tmp_path):
     filled.parent.mkdir()
     filled.write_text("\n".join(filled_lines) + "\n", encoding="utf-8")
 
-    assert main(argv[:-2] + ["--filled", str(filled), "--output", str(out)]) == 0
+    assert ranking([str(filled)]) == 0
     result = json.loads(out.read_text(encoding="utf-8"))
     assert sheet.read_text(encoding="utf-8") == text  # seeded: the same sheet again
     assert result["filled"] == [str(filled)] and result["items"] == 5

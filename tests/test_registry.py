@@ -14,10 +14,12 @@ from loopback import make_tgz, make_zip
 from sacrebleu.dataset import DATASETS
 
 from pipeline.data import registry
-from pipeline.data.registry import ZHANG2018_PREPROCESS, CorpusSpec, fetch_corpus, fetch_spec, get_corpus
-from pipeline.data.remote import (WMT17PP_EN_DE, ManualFile, Member, ParallelPart, RemoteFile, RemoteTask,
-                                  SacrebleuSet, build_remote, part)
+from pipeline.data.registry import CorpusSpec, fetch_corpus, fetch_spec, get_corpus
+from pipeline.data.remote.build import build_remote
+from pipeline.data.remote.entries import ManualFile, Member, ParallelPart, RemoteFile, RemoteTask, SacrebleuSet, part
+from pipeline.data.remote.wmt import WMT17PP_EN_DE
 from pipeline.errors import PipelineError
+from pipeline.papers.zhang2018.preprocess import ZHANG2018_PREPROCESS
 
 A_EN = ["Good morning .", "The house is small .", "I see two cats ."]
 A_DE = ["Guten Morgen .", "Das Haus ist klein .", "Ich sehe zwei Katzen ."]

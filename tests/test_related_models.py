@@ -5,12 +5,12 @@ import math
 
 import pytest
 import torch
+from model_variants import MC, SMALL, V_SRC, V_TGT, R, T, batch, transformer_formula
 
 from pipeline.errors import PipelineError
 from pipeline.models import build_model, count_parameters, init_from, validate_model
 from pipeline.models.layers import MultiHeadAttention, RelativePositions
 from pipeline.models.multicolumn import MultiColumnEncoder
-from test_models import MC, SMALL, V_SRC, V_TGT, R, T, batch, transformer_formula
 
 torch.set_num_threads(1)
 

@@ -48,7 +48,7 @@ def test_importing_the_papers_registers_every_paper_package():
     load_papers()
     assert {"pipeline.papers.hao2019.layouts", "pipeline.papers.zeng2021.layouts"} <= set(sys.modules)
     assert LAYOUTS["hao2019-table3"].function.__module__ == "pipeline.papers.hao2019.layouts"
-    assert LAYOUTS["zeng2021-fig8"].function.__module__ == "pipeline.papers.zeng2021.layouts"
+    assert LAYOUTS["zeng2021-fig8"].function.__module__ == "pipeline.papers.zeng2021.figures"
 
 
 def test_register_layout_table_and_figure_contracts(monkeypatch):

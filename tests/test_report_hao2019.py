@@ -254,7 +254,7 @@ def test_table4_exact_tsv():
 
 
 def probing(accuracies: dict) -> dict:
-    """A probing analysis as pipeline/evaluate/probing.py writes it."""
+    """A probing analysis as pipeline/papers/hao2019/probing.py writes it."""
     return {task: {"dev": acc - 1.0, "test": acc, "n_train": 10, "n_classes": 2} for task, acc in accuracies.items()}
 
 

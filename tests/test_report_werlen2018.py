@@ -7,7 +7,7 @@ import pytest
 from matplotlib.image import imread
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.ranking import pair_result
+from pipeline.papers.werlen2018.ranking import pair_result
 from pipeline.papers.werlen2018 import figures as f
 from pipeline.papers.werlen2018 import layouts as w
 from pipeline.papers.werlen2018.reported import (LABELS, WERLEN2018_MARKS, WERLEN2018_SYSTEMS, WERLEN2018_TABLE1,

@@ -8,6 +8,8 @@ from matplotlib.image import imread
 
 from pipeline.errors import PipelineError
 from pipeline.evaluate.rouge import meteor_unavailable_reason
+from pipeline.papers.zeng2021 import attention_figures as za
+from pipeline.papers.zeng2021 import figures as zf
 from pipeline.papers.zeng2021 import layouts as z
 from pipeline.papers.zeng2021.reported import (REPORTED, ZENG2021_PAIRS, ZENG2021_TABLE1_BLEU,
                                                ZENG2021_TABLE1_DAGGERS, ZENG2021_TABLE1_SACREBLEU,
@@ -256,7 +258,7 @@ PATTERNS = {"ran-all": {"en-de": {"system": "sys", "patterns": {
 
 
 def test_fig3_rates_and_ratios():
-    table, _ = z.fig3({"transf": {"en-de": speed(1.0)}, "ran-all": {"en-de": speed(1.25)}}, FACTS)
+    table, _ = zf.fig3({"transf": {"en-de": speed(1.0)}, "ran-all": {"en-de": speed(1.25)}}, FACTS)
     assert table.rows == [
         ["batch size", "10", "4", "10.0", "12.5", "1.250"],
         ["batch size", "100", "4", "100.0", "125.0", "1.250"],
@@ -268,36 +270,36 @@ def test_fig3_rates_and_ratios():
     assert "speed: one CPU thread, alone on the machine; the first 200 test sentences; median of 3 timed passes " \
            "after one warm-up pass" in table.footer
     assert "measured: TransF 200 sentences on cpu; RAN-ALL 200 sentences on cpu" in table.footer
-    only, _ = z.fig3({"transf": {"en-de": speed(2.0)}}, FACTS)
+    only, _ = zf.fig3({"transf": {"en-de": speed(2.0)}}, FACTS)
     assert only.rows[0] == ["batch size", "10", "4", "20.0", "", ""]
 
 
 def test_fig4_fig5_fig7_tables():
     ours = {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}}
-    t4, _ = z.fig4(ours, FACTS)
+    t4, _ = za.fig4(ours, FACTS)
     assert t4.rows == [["Enc", "1", "1.000", "", "2.000"], ["Enc", "2", "0.500", "", "1.000"],
                        ["Dec", "1", "2.000", "", "3.000"], ["Dec", "2", "1.000", "", "1.500"]]
     assert "sentences analysed: TransF 5, RAN-ALL 5" in t4.footer
     assert any(line.startswith("attention: teacher-forced passes over the first 400 test sentences")
                for line in t4.footer)
-    t5, _ = z.fig5(ours, FACTS)
+    t5, _ = za.fig5(ours, FACTS)
     assert t5.rows[:2] == [["Enc", "1", "[0, 0.5)", "0.7500", "", "0.7500"],
                            ["Enc", "1", "[0.5, 1]", "0.2500", "", "0.2500"]]
     assert len(t5.rows) == 8  # 2 sides x layers {1, 2} x 2 bins
-    t7, _ = z.fig7(ours, FACTS)
+    t7, _ = za.fig7(ours, FACTS)
     assert t7.columns == ["Model", "Side", "Layer", "L1", "L2"]
     assert t7.rows[2] == ["TransF", "Dec", "1", "0.000", "0.250"]
     assert len(t7.rows) == 8
 
 
 def test_fig5_shows_layers_1_middle_last():
-    assert z.shown_layers(6) == [1, 3, 6]
-    assert z.shown_layers(2) == [1, 2]
-    assert z.shown_layers(1) == [1]
+    assert za.shown_layers(6) == [1, 3, 6]
+    assert za.shown_layers(2) == [1, 2]
+    assert za.shown_layers(1) == [1]
 
 
 def test_fig6_pattern_summary():
-    table, _ = z.fig6(PATTERNS, FACTS)
+    table, _ = zf.fig6(PATTERNS, FACTS)
     # Enc L1 rows: entropy (ln 2 + H(0.2, 0.8)) / 2, first-token weight (0.5 + 0.2) / 2; argmax offsets 0 and 0.
     assert table.rows == [["Enc", "1", "2 x 2", "0.00", "0.597", "0.350"],
                           ["Enc", "2", "2 x 2", "0.00", "0.000", "0.500"],
@@ -305,15 +307,15 @@ def test_fig6_pattern_summary():
     assert any(line.startswith("patterns: the learnt, input-independent weights") for line in table.footer)
     one_side = {"ran-all": {"en-de": {"patterns": {"enc": PATTERNS["ran-all"]["en-de"]["patterns"]["enc"],
                                                    "dec": None}}}}
-    assert [r[0] for r in z.fig6(one_side, FACTS)[0].rows] == ["Enc", "Enc"]  # a dot-product side: None
-    offset, entropy, first = z.pattern_stats([[2.0, 2.0], [1.0, 3.0]])  # rows normalised first
+    assert [r[0] for r in zf.fig6(one_side, FACTS)[0].rows] == ["Enc", "Enc"]  # a dot-product side: None
+    offset, entropy, first = zf.pattern_stats([[2.0, 2.0], [1.0, 3.0]])  # rows normalised first
     assert (offset, first) == (0.0, 0.375) and abs(entropy - (np.log(2) + 0.5623351446188083) / 2) < 1e-12
 
 
 def test_fig8_bins_table():
     ours = {"transf": {"en-de": {"system": "sys", "length": {"source": bins(10.0), "target": bins(11.0)}}},
             "ran-d": {"en-de": {"system": "sys", "length": {"source": bins(12.5), "target": bins(9.0)}}}}
-    table, _ = z.fig8(ours, FACTS)
+    table, _ = zf.fig8(ours, FACTS)
     assert any(line.startswith("bins (our choice): (0, 10], > 10;") for line in table.footer)
     assert table.rows == [["source", "(0, 10]", "3", "10.00", "", "12.50", ""],
                           ["source", "> 10", "0", "n/a", "", "n/a", ""],
@@ -362,16 +364,16 @@ def test_models_must_agree_on_bins_and_depth():
     ours = {"transf": {"en-de": {"system": "sys", "length": {"source": bins(1.0), "target": bins(1.0)}}},
             "ran-all": {"en-de": {"system": "sys", "length": {"source": bins(1.0, n=4), "target": bins(1.0)}}}}
     with pytest.raises(PipelineError, match=r"cells\.ran-all\.en-de\.length\.source: bins or sentence counts differ"):
-        z.fig8(ours, FACTS)
+        zf.fig8(ours, FACTS)
     deeper = attention(1.0)
     deeper["attention"]["enc"] = {"entropy": [1.0], "histogram": {"edges": [0.0, 0.5, 1.0], "counts": [[1, 1]]},
                                   "js": [[0.0]]}
     with pytest.raises(PipelineError, match=r"cells\.synr\.en-de\.attention\.enc\.entropy: 1 layers; expected 2"):
-        z.fig4({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": deeper}}, FACTS)
+        za.fig4({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": deeper}}, FACTS)
     other_edges = attention(1.0)
     other_edges["attention"]["dec"]["histogram"]["edges"] = [0.0, 0.25, 1.0]
     with pytest.raises(PipelineError, match=r"cells\.synr\.en-de\.attention\.dec\.histogram\.edges: differ"):
-        z.fig5({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": other_edges}}, FACTS)
+        za.fig5({"transf": {"en-de": attention(1.0)}, "synr": {"en-de": other_edges}}, FACTS)
 
 
 @pytest.mark.parametrize("facts, message", [
@@ -385,8 +387,8 @@ def test_bad_facts_name_the_key(facts, message):
         z.table1({}, facts)
 
 
-@pytest.mark.parametrize("layout,kind", [(z.fig3, "speed"), (z.fig4, "attention"), (z.fig6, "patterns"),
-                                         (z.fig8, "length")])
+@pytest.mark.parametrize("layout,kind", [(zf.fig3, "speed"), (za.fig4, "attention"), (zf.fig6, "patterns"),
+                                         (zf.fig8, "length")])
 def test_figures_need_their_analysis_settings(layout, kind):
     with pytest.raises(PipelineError, match=rf"facts\.analyses\.{kind}: missing"):
         layout({}, {**FACTS, "analyses": {}})
@@ -436,8 +438,8 @@ def test_figures_without_results_still_render(name, tmp_path):
 
 
 def test_figure_differs_with_the_data(tmp_path):
-    _, one = z.fig4(FIGURE_INPUTS["zeng2021-fig4"], FACTS)
-    _, two = z.fig4({"transf": {"en-de": attention(3.0)}}, FACTS)
+    _, one = za.fig4(FIGURE_INPUTS["zeng2021-fig4"], FACTS)
+    _, two = za.fig4({"transf": {"en-de": attention(3.0)}}, FACTS)
     save_figure(one, tmp_path / "one.png")
     save_figure(two, tmp_path / "two.png")
     assert (tmp_path / "one.png").read_bytes() != (tmp_path / "two.png").read_bytes()

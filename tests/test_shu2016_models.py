@@ -2,8 +2,8 @@
 (eq. 7 / 11), h'_t = LSTM(h_t) with no context (eq. 12, our choice), o_t = W_o h_t + b_o (eq. 8), W_o h'_t + b_o
 (stacked) or W_o (h_t + h'_t) + b_o (residual, eq. 13); stacked and residual differ only in that sum; the options;
 and the paper-scale parameter counts against 4.1's "same number of overall parameters". The invariants every model
-keeps (incremental = full pass, causality, padding, gradients, the copy task) run on these variants in
-tests/test_models.py."""
+keeps (incremental = full pass, causality, padding, gradients; the copy task) run on these variants in
+tests/test_models.py and tests/test_copy_task.py."""
 import pytest
 import torch
 from test_werlen2018_models import attention_by_hand

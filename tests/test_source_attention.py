@@ -8,8 +8,8 @@ import torch
 from pipeline.data.batching import encode_source, pad
 from pipeline.data.vocab import BOS
 from pipeline.errors import PipelineError
-from pipeline.evaluate.alignment import alignment_analysis, read_gold
-from pipeline.evaluate.source_attention import source_attention
+from pipeline.papers.zhang2018.alignment import alignment_analysis, read_gold
+from pipeline.papers.zhang2018.source_attention import source_attention
 from pipeline.models import build_model
 
 torch.set_num_threads(1)

@@ -6,7 +6,7 @@ import torch
 
 from pipeline.data.batching import encode_source, pad
 from pipeline.errors import PipelineError
-from pipeline.evaluate.speed import decoding_speed
+from pipeline.papers.zeng2021.speed import decoding_speed
 from pipeline.models import build_model
 from pipeline.search import beam_search
 

@@ -184,7 +184,7 @@ def test_bfloat16_decoding_runs_in_bfloat16_and_mostly_agrees(copy_model, monkey
 
 def test_translate_decodes_at_the_models_training_precision(copy_model, tmp_path):
     from pipeline.checkpoint import model_record, save_atomic
-    from pipeline.cli import _load_systems
+    from pipeline.steps.decoding import load_systems as _load_systems
     model, vocab = copy_model
     spec = {"encoder": "transformer", "decoder": "transformer", "d_model": 64, "ffn_dim": 128, "heads": 4,
             "enc_layers": 1, "dec_layers": 1, "dropout": 0.0}

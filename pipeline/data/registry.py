@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.data.generation import GENERATION_TASKS, StandinTask
-from pipeline.data.remote import REMOTE_TASKS, RemoteTask, build_remote
+from pipeline.data.remote import REMOTE_TASKS
+from pipeline.data.remote.build import build_remote
+from pipeline.data.remote.entries import RemoteTask
 from pipeline.errors import PipelineError
 
 KINDS = ("embedded", "synthetic", "remote", "generation")
@@ -111,30 +113,7 @@ class PreprocessFacts:
     kept_pairs: int | None = None  # of those, left after the paper's length filter
 
 
-# zeng2021 section 3.1: remove sentences over 256 words; joint BPE 40K for En-De/En-Fr, 32K for the others,
-# separate 32K for Zh-En; Chinese segmented with THULAC; NIST sets have four references.
-_Z21 = "zeng2021 section 3.1"
-ZENG2021_PREPROCESS: dict[str, PreprocessFacts] = {
-    **{name: PreprocessFacts(256, 40000, True, source=_Z21)
-       for name in ("wmt14-en-de", "wmt14-de-en", "wmt14-en-fr", "wmt14-fr-en")},
-    **{f"wmt17-{a}-{b}": PreprocessFacts(256, 32000, True, source=_Z21)
-       for x in ("lv", "fi", "tr") for a, b in (("en", x), (x, "en"))},
-    "nist12-zh-en": PreprocessFacts(256, 32000, False, zh_segmenter="thulac", references=4, source=_Z21),
-}
-
-
-# zhang2018 5.1-5.2: sentences up to 50 tokens on both sides, 30K vocabularies; NIST: words on both sides (no BPE
-# named), four references; WMT17: 8K BPE merges on the target side, source words; WMT16 (Bastings et al. 2017): 16K
-# on the target side, 4,500,966 pairs of which 4,173,550 are left after dropping those over 50 tokens.
-_Z18 = "zhang2018 sections 5.1-5.2"
-ZHANG2018_PREPROCESS: dict[str, PreprocessFacts] = {
-    "ldc-zh-en": PreprocessFacts(50, 0, False, references=4, source=_Z18, bpe_sides=(), vocab_size=30000,
-                                 train_pairs=1_250_000, kept_pairs=1_110_000),
-    "wmt17pp-en-de": PreprocessFacts(50, 8000, False, source=_Z18, bpe_sides=("tgt",), vocab_size=30000,
-                                     train_pairs=5_600_000),
-    "wmt16b-en-de": PreprocessFacts(50, 16000, False, source=_Z18, bpe_sides=("tgt",), vocab_size=30000,
-                                    train_pairs=4_500_966, kept_pairs=4_173_550),
-}
+# Each paper's facts, by corpus name: pipeline/papers/<paper>/preprocess.py.
 
 
 @functools.cache

@@ -12,7 +12,7 @@ import random
 import re
 from pathlib import Path
 
-from pipeline.data.embedded import write_corpus
+from pipeline.data.corpus_files import write_corpus
 from pipeline.errors import PipelineError
 from pipeline.fileio import write_lines
 

@@ -38,9 +38,16 @@ def register_metric(name: str, **options) -> Callable[[type], type]:
     return register
 
 
+def metrics() -> dict[str, "Metric"]:
+    """Every registered metric: these, and those the papers' packages register (pipeline/steps: load_steps)."""
+    from pipeline.steps import load_steps
+    load_steps()
+    return METRICS
+
+
 def get_metric(name: str) -> "Metric":
     """The registered metric called `name`; PipelineError listing the known names otherwise."""
-    if name not in METRICS:
+    if name not in METRICS and name not in metrics():
         raise PipelineError(f"metric: unknown metric {name!r}; expected one of {', '.join(sorted(METRICS))}")
     return METRICS[name]
 

@@ -40,9 +40,16 @@ def register_test(name: str) -> Callable[[Callable], Callable]:
     return register
 
 
+def tests() -> dict[str, Callable[..., dict]]:
+    """Every registered test: these, and those the papers' packages register (pipeline/steps: load_steps)."""
+    from pipeline.steps import load_steps
+    load_steps()
+    return TESTS
+
+
 def get_test(name: str) -> Callable[..., dict]:
     """The registered test called `name`; PipelineError listing the known names otherwise."""
-    if name not in TESTS:
+    if name not in TESTS and name not in tests():
         raise PipelineError(f"test: unknown significance test {name!r}; expected one of {', '.join(TESTS)}")
     return TESTS[name]
 

@@ -44,6 +44,6 @@ class LSTMAttentionDecoderOptions(DecoderOptions):
     def __post_init__(self) -> None:
         check_attention_decoder(self)
         require(self.dec_hidden >= 0, "dec_hidden", "an integer >= 0 (0: hidden)", self.dec_hidden)
-        require(self.layers in (1, 2), "layers", "1 or 2 (shu2016's decoders)", self.layers)
+        require(self.layers in (1, 2), "layers", "1 or 2", self.layers)  # shu2016's decoders have one or two layers
         require(not self.residual or self.layers == 2, "residual", "false unless layers is 2 (eq. 11-13)",
                 self.residual)

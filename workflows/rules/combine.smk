@@ -42,7 +42,9 @@ rule nbest_decode:
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
-    threads: 1
+    threads: threads_of("translate")
+    resources:
+        **job_resources("translate"),
     log:
         f"{R}/logs/nbest/{{combo}}/{{system}}.{{split}}.log",
     shell:
@@ -72,6 +74,9 @@ rule external_hyp:
     params:
         args=external_args,
         source=lambda wc: raw_source(wc.system, wc.split),
+    threads: threads_of("external")
+    resources:
+        **job_resources("external"),
     log:
         f"{R}/logs/external/{{system}}.{{split}}.log",
     shell:
@@ -91,6 +96,9 @@ rule external_nbest:
         args=external_args,
         source=lambda wc: raw_source(wc.system, wc.split),
         n=lambda wc: P.combinations[wc.combo].settings["n"],
+    threads: threads_of("external")
+    resources:
+        **job_resources("external"),
     log:
         f"{R}/logs/external/{{combo}}/{{system}}.{{split}}.log",
     shell:
@@ -125,7 +133,9 @@ rule rerank:
         extra=lambda wc, input: " ".join(
             ([f"--truecaser {input.truecaser}"] if input.truecaser else [])
             + ([f"--codes-dir {input.codes}"] if "codes" in input.keys() else []) + [pretokenized(wc.combo)]),
-    threads: 1
+    threads: threads_of("rerank")
+    resources:
+        **job_resources("rerank"),
     log:
         f"{R}/logs/rerank/{{combo}}.{{split}}.log",
     shell:
@@ -158,6 +168,9 @@ rule gmbr_tune:
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
         extra=lambda wc, input: " ".join(([f"--truecaser {input.truecaser}"] if input.truecaser else [])
                                          + [pretokenized(wc.combo)]),
+    threads: threads_of("gmbr-tune")
+    resources:
+        **job_resources("gmbr-tune"),
     log:
         f"{R}/logs/gmbr_tune/{{combo}}.log",
     shell:
@@ -180,6 +193,9 @@ rule gmbr:
         source=lambda wc: raw_source(wc.combo, wc.split),
         extra=lambda wc, input: " ".join(([f"--truecaser {input.truecaser}"] if input.truecaser else [])
                                          + [pretokenized(wc.combo)]),
+    threads: threads_of("gmbr")
+    resources:
+        **job_resources("gmbr"),
     log:
         f"{R}/logs/gmbr/{{combo}}.{{split}}.log",
     shell:
@@ -198,6 +214,9 @@ rule length_switch:
         combo=combos("length"),
     params:
         threshold=lambda wc: P.combinations[wc.combo].settings["threshold"],
+    threads: threads_of("length-switch")
+    resources:
+        **job_resources("length-switch"),
     log:
         f"{R}/logs/length_switch/{{combo}}.{{split}}.log",
     shell:

@@ -5,6 +5,8 @@ import shlex
 
 from pipeline.config import parse_params, read_paper_files
 from pipeline.errors import PipelineError
+from pipeline.paths import Paths
+from pipeline.steps import load_steps
 
 try:
     P = parse_params(config, source="params.yaml (with --config overrides)", papers=read_paper_files())
@@ -12,6 +14,8 @@ except PipelineError as err:
     raise WorkflowError(f"invalid configuration: {err}")
 
 R = P.root  # artifacts/<scale>: tiny and paper runs never mix
+PATHS = Paths(R)
+STEPS = load_steps()
 
 
 def alternatives(names):
@@ -38,17 +42,29 @@ def lang(corpus, side):
     return corpus.src if side == "src" else corpus.tgt
 
 
-def data(corpus_name, *parts):
-    return "/".join((R, "data", corpus_name) + parts)
+data = PATHS.data
+model_dir = PATHS.model_dir
+hyp = PATHS.hyp
+score_file = PATHS.score
 
 
-def model_dir(exp):
-    return f"{R}/models/{exp}"
+def machine_cores():
+    """All the cores of a local run; 1 where none are set (on a cluster)."""
+    return workflow.resource_settings.cores or 1
 
 
-def hyp(system, test_set):
-    return f"{R}/eval/{system}/{test_set}.hyp"
+def resources_of(step):
+    """A step's declared resources at the active scale (pipeline/steps/)."""
+    return STEPS[step].resources[P.scale]
 
 
-def score_file(system, test_set, metric):
-    return f"{R}/eval/{system}/{test_set}.{metric}.json"
+def threads_of(step):
+    """The cores a step's job takes: its threads, or every core of a local run for a step that runs alone."""
+    declared = resources_of(step)
+    return machine_cores() if declared.alone else declared.threads
+
+
+def job_resources(step):
+    """Snakemake's resources of a step's job: memory, wall time, GPUs."""
+    declared = resources_of(step)
+    return {"mem_mb": declared.mem_mb, "runtime": declared.runtime, "gpu": declared.gpu}

@@ -19,6 +19,9 @@ rule fetch:
         cache=P.downloads,
         seed=P.seed,
         test_sets=lambda wc: test_sets_option(P.corpora[wc.corpus]),
+    threads: threads_of("fetch")
+    resources:
+        **job_resources("fetch"),
     log:
         f"{R}/logs/fetch/{{corpus}}.log",
     shell:
@@ -36,6 +39,9 @@ rule tokenize:
     params:
         lang=lambda wc: lang(P.corpora[wc.corpus], wc.side),
         pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpora[wc.corpus].source).pretokenized else "",
+    threads: threads_of("tokenize")
+    resources:
+        **job_resources("tokenize"),
     log:
         f"{R}/logs/tokenize/{{corpus}}.{{split}}.{{side}}.log",
     shell:
@@ -53,6 +59,9 @@ rule learn_truecaser:
         f"{R}/data/{{corpus}}/tok/train.{{side}}",
     output:
         f"{R}/data/{{corpus}}/tc/model.{{side}}",
+    threads: threads_of("learn-truecaser")
+    resources:
+        **job_resources("learn-truecaser"),
     log:
         f"{R}/logs/learn_truecaser/{{corpus}}.{{side}}.log",
     shell:
@@ -67,6 +76,9 @@ rule truecase:
         f"{R}/data/{{corpus}}/tc/{{split}}.{{side}}",
     wildcard_constraints:
         split=r"(train|valid|test)[^.]*",
+    threads: threads_of("truecase")
+    resources:
+        **job_resources("truecase"),
     log:
         f"{R}/logs/truecase/{{corpus}}.{{split}}.{{side}}.log",
     shell:
@@ -83,6 +95,9 @@ rule clean:
         report=f"{R}/data/{{corpus}}/clean/report.json",
     params:
         max_len=lambda wc: P.corpora[wc.corpus].max_len,
+    threads: threads_of("clean")
+    resources:
+        **job_resources("clean"),
     log:
         f"{R}/logs/clean/{{corpus}}.log",
     shell:
@@ -107,6 +122,9 @@ rule learn_bpe:
         merges=lambda wc: P.corpora[wc.corpus].bpe_merges,
         joint=lambda wc: "--joint" if P.corpora[wc.corpus].joint_bpe else "",
         sides=lambda wc: bpe_sides_option(P.corpora[wc.corpus]),
+    threads: threads_of("learn-bpe")
+    resources:
+        **job_resources("learn-bpe"),
     log:
         f"{R}/logs/learn_bpe/{{corpus}}.log",
     shell:
@@ -127,6 +145,9 @@ rule apply_bpe:
         f"{R}/data/{{corpus}}/bpe/{{split}}.{{side}}",
     params:
         unsegmented=lambda wc: "" if wc.side in P.corpora[wc.corpus].bpe_sides else " --copy",  # a side left as words
+    threads: threads_of("apply-bpe")
+    resources:
+        **job_resources("apply-bpe"),
     log:
         f"{R}/logs/apply_bpe/{{corpus}}.{{split}}.{{side}}.log",
     shell:
@@ -147,6 +168,9 @@ rule vocab:
         f"{R}/data/{{corpus}}/bpe/vocab.{{side}}",
     params:
         size=lambda wc: f" --vocab-size {P.corpora[wc.corpus].vocab_size}" if P.corpora[wc.corpus].vocab_size else "",
+    threads: threads_of("vocab")
+    resources:
+        **job_resources("vocab"),
     log:
         f"{R}/logs/vocab/{{corpus}}.{{side}}.log",
     shell:
@@ -171,5 +195,10 @@ rule corpus:
         corpus_files,
     output:
         f"{R}/data/{{corpus}}/ready",
+    threads: threads_of("corpus-ready")
+    resources:
+        **job_resources("corpus-ready"),
+    log:
+        f"{R}/logs/corpus/{{corpus}}.log",
     shell:
-        "touch {output}"
+        "python -m pipeline corpus-ready --files {input} --output {output} > {log} 2>&1"

@@ -23,7 +23,9 @@ rule translate:
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
-    threads: 1
+    threads: threads_of("translate")
+    resources:
+        **job_resources("translate"),
     log:
         f"{R}/logs/translate/{{system}}.{{split}}.log",
     shell:
@@ -49,6 +51,9 @@ rule score:
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpus_of(wc.system).source).pretokenized else "",
         truecaser=lambda wc, input: f"--truecaser {input.truecaser} " if input.truecaser else "",
+    threads: threads_of("score")
+    resources:
+        **job_resources("score"),
     log:
         f"{R}/logs/score/{{system}}.{{split}}.{{metric}}.log",
     shell:
@@ -63,6 +68,9 @@ rule scores:
         lambda wc: [score_file(wc.system, split, metric) for split, metric in P.scores_of(wc.system)],
     output:
         f"{R}/eval/{{system}}/scores.json",
+    threads: threads_of("scores")
+    resources:
+        **job_resources("scores"),
     log:
         f"{R}/logs/scores/{{system}}.log",
     shell:

@@ -1,2 +1,2 @@
-"""hao2019: Modeling Recurrence for Transformer (Hao et al., NAACL 2019): reported numbers and layouts."""
-from pipeline.papers.hao2019 import layouts  # noqa: F401  (registers the layouts)
+"""hao2019: Modeling Recurrence for Transformer (Hao et al., NAACL 2019): reported numbers, layouts and analyses."""
+from pipeline.papers.hao2019 import analyses, layouts  # noqa: F401  (registers the analyses and layouts)

@@ -208,7 +208,7 @@ def table4(cells: dict, facts: dict) -> Table:
 
 # ------------------------------------------------------------------ Table 5 (probing)
 def _check_probing_cell(cell, where: str, column: str) -> None:
-    """{"probing": {task: {"test": accuracy in %, ...}}} as pipeline/evaluate/probing.py writes it."""
+    """{"probing": {task: {"test": accuracy in %, ...}}} as pipeline/papers/hao2019/probing.py writes it."""
     check_keys(cell, where, ("probing",), ("system", "bleu", "params", *SIGNIFICANCE_FIELDS))
     probing = cell["probing"]
     if not isinstance(probing, dict):

@@ -1,2 +1,2 @@
 """zeng2021: Recurrent Attention for Neural Machine Translation (Zeng et al., EMNLP 2021): numbers and layouts."""
-from pipeline.papers.zeng2021 import layouts  # noqa: F401  (registers the layouts)
+from pipeline.papers.zeng2021 import analyses, attention_figures, figures, layouts  # noqa: F401  (registers them)

@@ -1,5 +1,5 @@
-"""System combination for shu2016 Table 2: GMBR over pooled n-best lists (Duh et al. 2011; shu2016 2.2, 5.1) and the
-length heuristic (5.1: the NMT ensemble below 40 input words, else the reranked T2S output).
+"""GMBR system combination over pooled n-best lists (Duh et al. 2011; shu2016 2.2, 5.1), its weights tuned on
+development sentences.
 
 GMBR picks, among the candidates e' of a sentence (the systems' n-best lists pooled), the one of least expected loss
 against the others (eq. 10): argmin_e' sum_e L(e'|e; theta) p(e|f). Our choices where the papers leave it open:
@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from pipeline.errors import PipelineError
+from pipeline.fileio import read_nbest
 from pipeline.evaluate.ribes import nkt, word_order
 
 FEATURES = ("p1", "p2", "p3", "p4", "bp", "nkt")
@@ -85,10 +86,47 @@ def tune_theta(expected: Sequence[np.ndarray], candidate_stats: Sequence[np.ndar
     return best, float(best_score)
 
 
-def length_heuristic(source_lengths: Sequence[int], short: Sequence[str], long: Sequence[str],
-                     threshold: int = 40) -> list[str]:
-    """Per sentence `short`'s output if the source has fewer than `threshold` words, else `long`'s (shu2016 5.1)."""
-    if not len(source_lengths) == len(short) == len(long):
-        raise PipelineError(f"length heuristic: {len(source_lengths)} sources, {len(short)} and {len(long)} "
-                            "outputs; expected one of each per sentence")
-    return [s if n < threshold else t for n, s, t in zip(source_lengths, short, long)]
+
+def pooled_candidates(paths: Sequence[str], sentences: int, keep: int | None = None) -> list[list[str]]:
+    """Per sentence (the first `keep` of `sentences`, all for None) the candidates of every n-best file pooled (file
+    order, duplicates kept); a sentence without candidates in a file -> PipelineError naming it."""
+    keep = sentences if keep is None else min(keep, sentences)
+    pooled: list[list[str]] = [[] for _ in range(keep)]
+    for path in paths:
+        for i, hyps in enumerate(read_nbest(path, sentences=sentences)[:keep]):
+            if not hyps:
+                raise PipelineError(f"{path}: sentence {i} has no candidates; expected at least one")
+            pooled[i] += [text for _, text in hyps]
+    return pooled
+
+
+def split_like(flat: Sequence[str], pooled: Sequence[Sequence[str]]) -> list[list[list[str]]]:
+    """The metric's lines of every candidate (`flat`, in pooled order) as token lists, regrouped per sentence."""
+    tokens, at = [], 0
+    for texts in pooled:
+        tokens.append([line.split() for line in flat[at:at + len(texts)]])
+        at += len(texts)
+    return tokens
+
+
+def tune(tokens: Sequence[Sequence[Tokens]], refs: Sequence[Sequence[str]], metric, lang: str, *, trials: int,
+         seed: int) -> dict:
+    """theta tuned on development sentences: tokens[s] the candidates of sentence s as the metric reads them, refs
+    the reference streams (metric lines) of those sentences. Returns theta, the tuned score and the first
+    candidates' score."""
+    flat_hyps = [" ".join(t) for cands in tokens for t in cands]
+    flat_refs = [[r[i] for i, cands in enumerate(tokens) for _ in cands] for r in refs]
+    stats, at, candidate_stats = metric.score(flat_hyps, flat_refs, lang)["stats"], 0, []
+    for cands in tokens:
+        candidate_stats.append(np.asarray(stats[at:at + len(cands)]))
+        at += len(cands)
+    expected = [expected_features(cands) for cands in tokens]
+    theta, score = tune_theta(expected, candidate_stats, metric, trials=trials, seed=seed)
+    first = metric.score_from_stats(np.stack([s[0] for s in candidate_stats]))
+    return {"theta": dict(zip(FEATURES, map(float, theta))), "tuned_score": score, "first_candidate_score": first}
+
+
+def combine(tokens: Sequence[Sequence[Tokens]], theta: dict) -> list[int]:
+    """Per sentence the index of the candidate GMBR chooses with the tuned weights (FEATURES -> weight)."""
+    weights = [theta[name] for name in FEATURES]
+    return [gmbr_choice(expected_features(cands), weights) for cands in tokens]

@@ -1,0 +1,75 @@
+"""params.yaml and every paper's params/<paper>.yaml, validated and resolved for one scale into typed settings.
+
+params.yaml holds what all papers share (scale, seed, paths, decoding and significance defaults); each
+params/<paper>.yaml holds one paper's corpora, model presets, recipes, systems (experiments, grids,
+ensembles, outputs of outside systems, combinations), tables and figures. Names are global: a paper may use another paper's corpus, preset or recipe.
+Every error names the file and the key (e.g. `params/<paper>.yaml: experiments.<name>.model`) and what
+was expected. Any leaf may be given per scale as `{tiny: ..., paper: ...}`; resolution picks the active scale.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipeline.config.house import _House
+from pipeline.config.reader import _check_test, _decoding, _read_yaml, _Reader
+from pipeline.config.types import (CORPUS_KEYS, PAPER_KEYS, PAPERS_DIR, RESOURCE_KEYS, SCALES, SHARED_KEYS, SIDES,
+                                   SIGNIFICANCE_KEYS, SYSTEM_KEYS, TRAIN_FIELDS, Combination, Corpus, Ensemble,
+                                   Experiment, External, ModelPreset, Params, Recipe, Resources, Significance, Table)
+from pipeline.errors import PipelineError
+
+__all__ = ["CORPUS_KEYS", "PAPER_KEYS", "PAPERS_DIR", "RESOURCE_KEYS", "SCALES", "SHARED_KEYS", "SIDES",
+           "SIGNIFICANCE_KEYS", "SYSTEM_KEYS", "TRAIN_FIELDS", "Combination", "Corpus", "Ensemble", "Experiment",
+           "External", "ModelPreset", "Params", "Recipe", "Resources", "Significance", "Table", "load_params",
+           "parse_params", "read_paper_files"]
+
+
+def read_paper_files(root: str | Path = ".") -> dict[str, tuple[str, Any]]:
+    """paper -> (its file as DVC names it, params/<paper>.yaml, and its raw mapping), for every file in
+    <root>/params/ (sorted by name)."""
+    files = sorted((Path(root) / PAPERS_DIR).glob("*.yaml"))
+    return {path.stem: (f"{PAPERS_DIR}/{path.name}", _read_yaml(path)) for path in files}
+
+
+def load_params(path: str | Path = "params.yaml", scale: str | None = None) -> Params:
+    """Read and validate params.yaml and the paper files in params/ beside it."""
+    path = Path(path)
+    return parse_params(_read_yaml(path), source=str(path), scale=scale, papers=read_paper_files(path.parent))
+
+
+def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None,
+                 papers: dict[str, tuple[str, Any]] | None = None) -> Params:
+    """Validate params.yaml's mapping (e.g. Snakemake's `config`) and the papers' (paper -> (file, mapping))."""
+    if not isinstance(raw, dict):
+        raise PipelineError(f"{source}: expected a mapping at the top level")
+    scale = scale or raw.get("scale", "tiny")
+    if scale not in SCALES:
+        raise PipelineError(f"{source}: scale: expected one of {', '.join(SCALES)}, got {scale!r}")
+    r = _Reader(source, scale)
+    r.keys(raw, "", SHARED_KEYS)
+    paths = r.mapping(raw.get("paths", {}), "paths")
+    r.keys(paths, "paths", ("artifacts", "downloads", "manual"))
+    manual = r.mapping(paths.get("manual") or {}, "paths.manual")
+    decoding = _decoding(r, raw.get("decoding", {}), "decoding")
+    significance = {"test": "paired_bootstrap", "n_samples": 1000, "seed": 12345,
+                    **r.flat(raw.get("significance", {}), "significance", SIGNIFICANCE_KEYS)}
+    _check_test(r, significance["test"], "significance.test")
+
+    from pipeline.recipe import PRECISIONS  # torch-free
+    precision = r.value(raw.get("precision", "auto"), "precision", str)
+    if precision not in PRECISIONS:
+        r.fail("precision", f"expected one of {', '.join(PRECISIONS)}, got {precision!r}")
+    house = _House(scale, significance, precision)
+    for paper, (path, data) in (papers or {}).items():
+        house.read(paper, path, data)
+    house.resolve()
+    return Params(
+        scale=scale, seed=r.value(raw.get("seed", 1), "seed", int),
+        artifacts=r.value(paths.get("artifacts", "artifacts"), "paths.artifacts", str),
+        downloads=r.value(paths.get("downloads", "artifacts/downloads"), "paths.downloads", str),
+        manual={k: r.value(v, f"paths.manual.{k}", str) for k, v in manual.items()},
+        decoding=decoding, significance=significance, corpora=house.corpora, models=house.models,
+        recipes=house.recipes, experiments=house.experiments, ensembles=house.ensembles, tables=house.tables,
+        files={paper: path for paper, (path, _) in (papers or {}).items()}, external=house.external,
+        combinations=house.combinations,
+    )

@@ -1,0 +1,26 @@
+"""A trained model and the first test sentences of an analysis as vocabulary ids (the teacher-forced analyses and
+the decoding-speed measurement read their inputs through this)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pipeline.fileio import read_lines
+
+
+def load_test(inputs: dict, limit: int, with_target: bool = True):
+    """(model, its record (load_model's info), source ids, target ids or None) of the first `limit` test pairs of
+    `inputs` (model, src, tgt, src_vocab, tgt_vocab); pairs that do not fit the model's positions are left out."""
+    from pipeline.checkpoint import load_model
+    from pipeline.data.vocab import Vocab
+    from pipeline.train import within_length
+
+    model, info = load_model(Path(inputs["model"]))
+    src_ids = [Vocab.load(inputs["src_vocab"]).encode(line) for line in read_lines(inputs["src"])[:limit]]
+    if not with_target:
+        return model, info, src_ids, None
+    tgt_ids = [Vocab.load(inputs["tgt_vocab"]).encode(line) for line in read_lines(inputs["tgt"])[:limit]]
+    (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), model.max_input_len)
+    if dropped:
+        print(f"note: {dropped} test pair(s) longer than the model's positions left out", file=sys.stderr)
+    return model, info, src_ids, tgt_ids

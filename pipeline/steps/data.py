@@ -1,0 +1,186 @@
+"""Data steps: a corpus fetched, tokenised, truecased, cleaned, segmented into subwords and counted into
+vocabularies (the rules of workflows/rules/data.smk, dvc.yaml's corpus@ stages)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.fileio import read_lines, write_json, write_lines
+from pipeline.steps import register_step
+from pipeline.steps.arguments import arg
+
+
+@dataclass
+class FetchArgs:
+    source: str = arg(help="registry corpus name, e.g. l10n-zh-en")
+    src: str = arg()
+    tgt: str = arg()
+    out: str = arg()
+    cache: str = arg()
+    manual: str = arg("{}", help="JSON: user-supplied part key -> path")
+    seed: int = arg(1)
+    valid_size: int = arg(500)
+    test_size: int = arg(1000)
+    test_sets: list[str] = arg(["test"], help="the corpus's test sets, 'test' first; those the source does not "
+                                              "build are cut from 'test'")
+
+
+@register_step("fetch", FetchArgs, rules=("fetch",), stage="corpus",
+               help="download/build a corpus into train/valid/test files")
+def fetch(args: FetchArgs) -> None:
+    from pipeline.data.registry import fetch_corpus
+    sizes = {"valid_size": args.valid_size, "test_size": args.test_size}
+    card = fetch_corpus(args.source, Path(args.out), Path(args.cache), manual=json.loads(args.manual),
+                        seed=args.seed, sizes=sizes, langs=(args.src, args.tgt), test_sets=tuple(args.test_sets))
+    print(json.dumps({k: card[k] for k in ("counts",) if k in card}, ensure_ascii=False))
+
+
+@dataclass
+class TokenizeArgs:
+    lang: str = arg()
+    input: str = arg()
+    output: str = arg()
+    pretokenized: bool = arg(False, help="copy (validated) instead of tokenising")
+
+
+@register_step("tokenize", TokenizeArgs, rules=("tokenize",), stage="corpus",
+               help="Moses tokenization / jieba segmentation of one file")
+def tokenize(args: TokenizeArgs) -> None:
+    if args.pretokenized:  # e.g. the synthetic toy corpora: validate and keep as they are
+        write_lines(args.output, read_lines(args.input))
+        return
+    from pipeline.data.tokenize import tokenize_file
+    tokenize_file(Path(args.input), Path(args.output), args.lang)
+
+
+@dataclass
+class LearnTruecaserArgs:
+    input: str = arg()
+    model: str = arg()
+
+
+@register_step("learn-truecaser", LearnTruecaserArgs, rules=("learn_truecaser",), stage="corpus",
+               help="learn a Moses truecasing model from a tokenised file")
+def learn_truecaser(args: LearnTruecaserArgs) -> None:
+    from pipeline.data.truecase import learn_truecaser as learn
+    learn(read_lines(args.input), Path(args.model))
+
+
+@dataclass
+class TruecaseArgs:
+    model: str = arg()
+    input: str = arg()
+    output: str = arg()
+
+
+@register_step("truecase", TruecaseArgs, rules=("truecase",), stage="corpus",
+               help="truecase a tokenised file with a model of learn-truecaser")
+def truecase(args: TruecaseArgs) -> None:
+    from pipeline.data.truecase import load_truecaser, truecase_lines
+    write_lines(args.output, truecase_lines(read_lines(args.input), load_truecaser(Path(args.model))))
+
+
+@dataclass
+class CleanArgs:
+    src_in: str = arg()
+    tgt_in: str = arg()
+    src_out: str = arg()
+    tgt_out: str = arg()
+    report: str = arg()
+    max_len: int = arg()
+    max_ratio: float | None = arg(None)
+
+
+@register_step("clean", CleanArgs, rules=("clean",), stage="corpus",
+               help="drop empty, overlong and badly proportioned training pairs")
+def clean(args: CleanArgs) -> None:
+    from pipeline.data.clean import clean_parallel
+    report = clean_parallel(args.src_in, args.tgt_in, args.src_out, args.tgt_out,
+                            max_len=args.max_len, max_ratio=args.max_ratio)
+    write_json(args.report, report)
+    print(json.dumps(report))
+
+
+@dataclass
+class LearnBpeArgs:
+    langs: list[str] = arg()
+    inputs: list[str] = arg(help="one training file per --langs entry")
+    codes_dir: str = arg()
+    merges: int = arg()
+    joint: bool = arg(False)
+    sides: list[str] | None = arg(None, help="learn codes for these languages only (default: all; none given: no "
+                                             "codes at all); apply-bpe --copy passes the others through")
+
+
+@register_step("learn-bpe", LearnBpeArgs, rules=("learn_bpe",), stage="corpus",
+               help="learn BPE codes (joint or one per language)")
+def learn_bpe(args: LearnBpeArgs) -> None:
+    from pipeline.data.subword import learn_bpe as learn
+    if len(args.langs) != len(args.inputs):
+        raise PipelineError(f"learn-bpe: {len(args.langs)} --langs but {len(args.inputs)} --inputs; expected one "
+                            f"training file per language")
+    inputs = dict(zip(args.langs, map(Path, args.inputs)))
+    sides = list(inputs) if args.sides is None else args.sides
+    unknown = [side for side in sides if side not in inputs]
+    if unknown:
+        raise PipelineError(f"learn-bpe: --sides {' '.join(unknown)}; expected languages of --langs "
+                            f"({' '.join(args.langs)})")
+    if args.joint and set(sides) != set(inputs):
+        raise PipelineError(f"learn-bpe: --joint with --sides {' '.join(sides) or '(none)'}; joint BPE is learnt on "
+                            f"every language, expected no --sides")
+    learn({lang: inputs[lang] for lang in sides}, Path(args.codes_dir), args.merges, args.joint)
+
+
+@dataclass
+class ApplyBpeArgs:
+    codes_dir: str = arg()
+    side: str = arg(help="the language key the codes were learnt under")
+    input: str = arg()
+    output: str = arg()
+    copy: bool = arg(False, help="a side without BPE: copy the input unchanged")
+
+
+@register_step("apply-bpe", ApplyBpeArgs, rules=("apply_bpe",), stage="corpus",
+               help="segment a tokenised file into subwords")
+def apply_bpe(args: ApplyBpeArgs) -> None:
+    from pipeline.data.subword import apply_bpe as apply, codes_for, copy_unsegmented
+    if args.copy:  # a side the corpus does not segment (its bpe_sides): the words as they are
+        copy_unsegmented(Path(args.codes_dir), args.side, Path(args.input), Path(args.output))
+        return
+    apply(codes_for(Path(args.codes_dir), args.side), Path(args.input), Path(args.output))
+
+
+@dataclass
+class VocabArgs:
+    inputs: list[str] = arg()
+    output: str = arg()
+    vocab_size: int = arg(0, help="keep the N most frequent types, ties alphabetical (the rest map to <unk>); "
+                                  "0: every type")
+
+
+@register_step("vocab", VocabArgs, rules=("vocab",), stage="corpus",
+               help="build a vocabulary from subword files (several files: a joint vocabulary)")
+def vocab(args: VocabArgs) -> None:
+    from pipeline.data.vocab import Vocab
+    if args.vocab_size < 0:
+        raise PipelineError(f"vocab: --vocab-size {args.vocab_size}; expected an integer >= 0 (0: every type)")
+    lines = [line for path in args.inputs for line in read_lines(path)]
+    Vocab.build(lines, max_size=args.vocab_size or None).save(args.output)
+
+
+@dataclass
+class CorpusReadyArgs:
+    files: list[str] = arg(help="every file a system of the corpus reads")
+    output: str = arg(help="the corpus's ready marker: its files and their line counts (JSON)")
+
+
+@register_step("corpus-ready", CorpusReadyArgs, rules=("corpus",), stage="corpus",
+               help="mark a corpus as ready: every file its systems read, with its line count")
+def corpus_ready(args: CorpusReadyArgs) -> None:
+    counts = {}
+    for path in args.files:
+        with open(path, "rb") as handle:
+            counts[path] = sum(1 for _ in handle)
+    write_json(args.output, counts)

@@ -1,0 +1,74 @@
+"""The decoding step: beam search of a subword file with one model or an ensemble, BPE removed and detokenised
+(the rules `translate` and `nbest_decode`)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.fileio import read_lines, write_lines
+from pipeline.steps import register_step
+from pipeline.steps.arguments import arg
+
+
+def load_systems(paths: list[str]):
+    """One model, or an ensemble of several averaging their log-probabilities, and the precision they were trained
+    at (float32 if the members differ)."""
+    from pipeline.checkpoint import load_model, trained_precision
+    loaded = [load_model(Path(path)) for path in paths]
+    precisions = {trained_precision(info) for _, info in loaded}
+    precision = precisions.pop() if len(precisions) == 1 else "float32"
+    if len(loaded) == 1:
+        return loaded[0][0], precision
+    from pipeline.ensemble import Ensemble
+    return Ensemble([model for model, _ in loaded]), precision
+
+
+@dataclass
+class TranslateArgs:
+    spec: str = arg(help="JSON: the decoding settings (pipeline/decoding.py Decoding: beam, length, length_penalty, "
+                         "batch_size, max_len_a, max_len_b, nbest)")
+    model: list[str] = arg(append=True, help="model.pt; several: an ensemble")
+    src_vocab: str = arg()
+    tgt_vocab: str = arg()
+    input: str = arg()
+    output: str = arg()
+    lang: str = arg()
+    detruecase: bool = arg(False, help="the corpus is truecased: undo it before detokenising")
+    no_progress: bool = arg(False)
+
+
+@register_step("translate", TranslateArgs, rules=("translate", "nbest_decode"), stage="eval",
+               code=("pipeline.translate", "pipeline.search", "pipeline.ensemble", "pipeline.checkpoint"),
+               help="beam-search a subword file, then remove BPE and detokenise")
+def translate(args: TranslateArgs) -> None:
+    from pipeline.data.subword import remove_bpe
+    from pipeline.data.tokenize import detokenize_lines
+    from pipeline.data.vocab import Vocab
+    from pipeline.decoding import Decoding
+    from pipeline.fileio import write_nbest
+    from pipeline.settings import from_mapping
+    from pipeline.translate import translate_nbest
+
+    decoding = from_mapping(Decoding, json.loads(args.spec))
+    model, precision = load_systems(args.model)
+    src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
+    started = time.time()
+    out = translate_nbest(model, src_vocab, tgt_vocab, read_lines(args.input), nbest=decoding.nbest,
+                          batch_size=decoding.batch_size, progress=not args.no_progress, precision=precision,
+                          **decoding.search())
+
+    def post(line: str) -> str:
+        words = remove_bpe(line)
+        if args.detruecase:  # truecased corpora: the first word capitalised again, before detokenising
+            from pipeline.data.truecase import detruecase_lines
+            words = detruecase_lines([words])[0]
+        return detokenize_lines([words], args.lang)[0]
+
+    write_lines(args.output, [post(hyps[0][1]) for hyps in out])
+    if decoding.nbest > 1:
+        write_nbest(Path(args.output).with_suffix(".nbest"), [[(score, post(text)) for score, text in hyps]
+                                                               for hyps in out])
+    print(f"translated {len(out)} sentences in {time.time() - started:.1f}s", file=sys.stderr)

@@ -1,0 +1,46 @@
+"""The table step: a table or figure built from its cells' files and the paper's registered layout (the rules
+`table` and `figure`)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.fileio import write_json
+from pipeline.steps import register_step
+from pipeline.steps.arguments import arg
+
+
+@dataclass
+class TableArgs:
+    spec: str = arg(help="JSON: layout, values, cells (row -> column -> files), facts")
+    output: str = arg(help="the table (.tsv)")
+    cells: str = arg(help="where to write the cells and facts the layout was given (JSON)")
+    markdown: str | None = arg(None, help="the rendered table (.md); exactly one of --markdown and --figure")
+    figure: str | None = arg(None, help="the figure (.png)")
+
+
+@register_step("table", TableArgs, rules=("table", "figure"), stage="table",
+               code=("pipeline.report.cells", "pipeline.report.layouts", "pipeline.report.table",
+                     "pipeline.report.figures"),
+               help="build a table or figure from its cells' files and the paper's layout")
+def table(args: TableArgs) -> None:
+    from pipeline.report.cells import read_cells
+    from pipeline.report.layouts import build
+    from pipeline.report.table import write_table
+    if (args.markdown is None) == (args.figure is None):
+        raise PipelineError("table: expected exactly one of --markdown (a table) and --figure (a figure)")
+    spec = json.loads(args.spec)
+    cells, facts = read_cells(spec)
+    write_json(args.cells, {"cells": cells, "facts": facts})  # what the layout was given: provenance
+    built, figure = build(spec["layout"], cells, facts)
+    if args.figure:
+        from pipeline.report.figures import save_figure
+        if figure is None:
+            raise PipelineError(f"layout '{spec['layout']}' is a table, not a figure; use --markdown")
+        write_table(built, args.output)
+        save_figure(figure, Path(args.figure))
+    else:
+        write_table(built, args.output, args.markdown)
+        print(built.to_markdown())

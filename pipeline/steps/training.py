@@ -1,0 +1,61 @@
+"""The training step: one system trained (or resumed from its run directory) on a corpus's subwords (the rule
+`train`, dvc.yaml's train@ stages). Its job resources are its recipe's (params/<paper>.yaml recipes.<name>.resources)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.fileio import read_parallel
+from pipeline.steps import register_step
+from pipeline.steps.arguments import arg
+
+
+@dataclass
+class TrainArgs:
+    spec: str = arg(help="JSON: experiment, model, recipe, seed, init")
+    train_src: str = arg()
+    train_tgt: str = arg()
+    valid_src: str = arg()
+    valid_tgt: str = arg()
+    src_vocab: str = arg()
+    tgt_vocab: str = arg()
+    run_dir: str = arg()
+    out_dir: str = arg()
+    curves_dir: str = arg()
+    init: str | None = arg(None, help="model.pt of the system to start from")
+    no_progress: bool = arg(False)
+
+
+def encode_parallel(src_path, tgt_path, src_vocab, tgt_vocab):
+    """Both sides of a parallel corpus as vocabulary ids."""
+    src, tgt = read_parallel(src_path, tgt_path)
+    return [src_vocab.encode(s) for s in src], [tgt_vocab.encode(t) for t in tgt]
+
+
+@register_step("train", TrainArgs, rules=("train",), stage="train",
+               code=("pipeline.train", "pipeline.recipe", "pipeline.checkpoint", "pipeline.models.registry",
+                     "pipeline.data.vocab", "pipeline.data.batching"),
+               help="train one system (resumes from its run directory)")
+def train(args: TrainArgs) -> None:
+    import torch
+
+    from pipeline.checkpoint import load_model
+    from pipeline.data.vocab import Vocab
+    from pipeline.models.registry import build_model
+    from pipeline.recipe import Recipe
+    from pipeline.train import fit
+
+    spec = json.loads(args.spec)
+    torch.manual_seed(spec["seed"])
+    src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
+    train_data = encode_parallel(args.train_src, args.train_tgt, src_vocab, tgt_vocab)
+    valid = encode_parallel(args.valid_src, args.valid_tgt, src_vocab, tgt_vocab)
+    model = build_model(spec["model"], len(src_vocab), len(tgt_vocab))
+    init_state = load_model(Path(args.init))[0].state_dict() if args.init else None
+    recipe = Recipe.from_dict({**spec["recipe"], "seed": spec["seed"]}, where=f"recipe of {spec['experiment']}")
+    meta = {"experiment": spec["experiment"], "model": spec["model"], "init": args.init,
+            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
+    summary = fit(model, train_data, valid, recipe, run_dir=Path(args.run_dir), out_dir=Path(args.out_dir),
+                  curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress)
+    print(json.dumps({k: summary[k] for k in ("steps", "epochs", "final_valid_nll", "kept") if k in summary}))

@@ -1,0 +1,92 @@
+"""fit(): check the inputs, drop pairs too long for the model, apply the restart policy and run a Trainer."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.precision import resolve
+from pipeline.recipe import Recipe
+from pipeline.train.distributed import Dist
+from pipeline.train.state import restart_policy, run_key
+from pipeline.train.trainer import Trainer
+
+META_KEYS = ("model", "src_vocab_size", "tgt_vocab_size")
+
+
+def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list[list[int]], list[list[int]]],
+        recipe: Recipe, *, run_dir: Path, out_dir: Path, curves_dir: Path, meta: dict,
+        init_state: dict | None = None, progress: bool = True) -> dict:
+    """Train `model` on id sequences (no BOS/EOS) as `recipe` says; write out_dir/{model.pt,train.json} and the
+    learning curves to curves_dir (train/{loss,nll,lr}.tsv, valid/{loss,nll,ppl}.tsv, valid/bleu.tsv with keep:
+    best_bleu).
+
+    meta must hold model (the spec {"encoder", "decoder", **options}), src_vocab_size, tgt_vocab_size (to rebuild
+    the model) and may hold anything else identifying the run. model.pt holds the kept weights (recipe.keep;
+    train.json "kept" says which step(s)), and `model` holds them on return. Checkpoints go to run_dir (last.pt,
+    best.pt, best_bleu.pt, average/); an existing run_dir/last.pt is resumed (bitwise exact on the same world size
+    and device), one written by a different model/recipe/data is refused with a PipelineError -- unless the run
+    was COMPLETE, then run_dir is deleted and the run starts afresh (restart_policy). init_state: weights to start
+    from (fine-tuning; train.json lists the parameters left fresh). recipe.precision is resolved for the device
+    (pipeline.precision) and kept as meta["precision"]: part of the run key, in train.json and in model.pt, whose
+    decoding follows it. Under torchrun (WORLD_SIZE > 1) every rank
+    calls fit; rank 0 writes files. Returns the summary written to train.json.
+    """
+    _check_inputs(train, valid, meta, recipe)
+    limit = getattr(model, "max_input_len", None)
+    (train, n_train), (valid, n_valid) = within_length(train, limit), within_length(valid, limit)
+    run_dir = Path(run_dir)
+    dist_ = Dist()
+    meta = {**meta, "precision": resolve(recipe.precision, dist_.device)}  # in the run key and the model file
+    try:
+        key = run_key(meta, recipe, train, valid)
+        if dist_.main:
+            why = restart_policy(run_dir, key, recipe)
+            if why:
+                print(f"{run_dir}: finished run deleted, training afresh ({why})", file=sys.stderr)
+        dist_.barrier()
+        trainer = Trainer(model, train, valid, recipe, run_dir, meta, dist_, progress, key)
+        trainer.dropped_too_long = {"train": n_train, "valid": n_valid, "limit": limit}
+        trainer.start(init_state)
+        try:
+            trainer.run()
+            summary = trainer.finish(Path(out_dir), Path(curves_dir))
+            dist_.barrier()  # every rank done before gloo is torn down (a rank aborted at teardown once without)
+            return summary
+        finally:
+            if trainer.log:
+                trainer.log.close()
+    finally:
+        dist_.close()
+
+
+def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | None
+                  ) -> tuple[tuple[list[list[int]], list[list[int]]], int]:
+    """The pairs whose source + EOS and BOS + target fit `limit` positions, and how many were dropped.
+
+    RAN (Zeng et al. 2021, 3.1) removes sentences longer than its 256x256 attention matrices; BPE can lengthen a
+    sentence that passed the word-count filter, so the trainer drops those too instead of crashing (None: no
+    limit).
+    """
+    src, tgt = pairs
+    if limit is None:
+        return pairs, 0
+    keep = [i for i in range(len(src)) if len(src[i]) + 1 <= limit and len(tgt[i]) + 1 <= limit]
+    if not keep:
+        raise PipelineError(f"no sentence pair fits the model's {limit} positions; expected shorter sentences")
+    return ([src[i] for i in keep], [tgt[i] for i in keep]), len(src) - len(keep)
+
+
+def _check_inputs(train, valid, meta: dict, recipe: Recipe) -> None:
+    """Clear errors for malformed arguments before any work starts."""
+    if not isinstance(recipe, Recipe):
+        raise PipelineError(f"fit: recipe must be a pipeline.recipe.Recipe, got {type(recipe).__name__}")
+    for name, (src, tgt) in (("train", train), ("valid", valid)):
+        if len(src) != len(tgt):
+            raise PipelineError(f"{name}: {len(src)} source but {len(tgt)} target sequences; expected equal counts")
+        if not src:
+            raise PipelineError(f"{name}: no sentence pairs; expected a non-empty corpus")
+    missing = [k for k in META_KEYS if k not in meta]
+    if missing:
+        raise PipelineError(f"meta: missing key(s) {missing}; expected {list(META_KEYS)} to rebuild the model")
+

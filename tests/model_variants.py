@@ -1,0 +1,122 @@
+"""What the model tests share: the small variants of every model kind (VARIANTS: Transformer, hao2019's recurrence
+models and related approaches, zeng2021's patterns, the RNN encoder-decoders of werlen2018, zhang2018 and shu2016), a
+seeded small model and a padded batch of them, a copy-task training loop, and the Transformer's parameter formula."""
+import torch
+import torch.nn.functional as F
+
+from pipeline.data.batching import make_batch, token_batches
+from pipeline.data.vocab import PAD
+from pipeline.models import build_model
+
+torch.set_num_threads(1)
+
+T = {"encoder": "transformer", "decoder": "transformer"}
+R = {"encoder": "recurrence", "decoder": "recurrence"}
+MC = {"encoder": "multicolumn", "decoder": "transformer"}
+RNN = {"encoder": "birnn", "decoder": "cgru"}
+RNMT = {"encoder": "rnmt", "decoder": "cgru", "readout": "maxout"}
+SHU = {"encoder": "birnn", "decoder": "lstm_attention", "cell": "lstm"}
+SMALL = dict(d_model=16, ffn_dim=24, heads=2, enc_layers=2, dec_layers=2, dropout=0.1, attention_dropout=0.1)
+SMALL_RNN = dict(embed=12, hidden=10, dropout=0.1)
+VARIANTS = {
+    "transformer": dict(T),  # three untied tables (the default)
+    "transformer-shared": {**T, "share_embeddings": True},
+    "transformer-tied": {**T, "tie_output": True},
+    "biarn-stack-top": dict(R),
+    "biarn-gated-top": {**R, "integration": "gated"},
+    "biarn2-stack-all": {**R, "rec_layers": 2, "integrate_into": "all", "rec_steps": 3},
+    "biarnJ2-gated-all": {**R, "rec_steps": 0, "rec_layers": 2, "integration": "gated", "integrate_into": "all"},
+    "birnn-stack-top": {**R, "rec_type": "birnn"},
+    "birnn2-gated-all": {**R, "rec_type": "birnn", "rec_layers": 2, "integration": "gated", "integrate_into": "all"},
+    # hao2019 Table 4's related approaches (tests/test_related_models.py checks what defines them)
+    "relpos": {**T, "rel_pos_k": 4},
+    "disan": {**T, "disan": True},
+    "relpos-disan": {**T, "rel_pos_k": 4, "disan": True},
+    "multicolumn": {**MC, "rnn_layers": 2},
+    "biarn-relpos": {**R, "rel_pos_k": 4, "rec_steps": 3},
+    # zeng2021 (tests/test_ran.py checks what defines them)
+    "ran-e": {**T, "enc_self_attn": "ran", "ran_max_len": 16, "ran_attention_dropout": 0.1},
+    "ran-d": {**T, "dec_self_attn": "ran", "ran_max_len": 16},
+    "ran-all": {**T, "enc_self_attn": "ran", "dec_self_attn": "ran", "ran_max_len": 16},
+    "hcsa": {**T, "enc_self_attn": "hcsa", "dec_self_attn": "hcsa"},
+    "synr": {**T, "enc_self_attn": "synr", "dec_self_attn": "synr", "ran_max_len": 16},
+    # the RNN encoder-decoders: dl4mt and werlen2018's decoders (tests/test_werlen2018_models.py: their equations)
+    "dl4mt": dict(RNN),
+    "dl4mt-lstm-encoder": {**RNN, "cell": "lstm"},
+    "mean-residual": {**RNN, "summary": "mean"},
+    "attentive-residual": {**RNN, "summary": "attention"},
+    "attentive-residual-scope": {**RNN, "summary": "attention", "summary_score": "content_scope"},
+    "memory-rnn": {**RNN, "state_attention": "memory"},
+    "self-attentive-rnn": {**RNN, "state_attention": "self", "attention_dim": 7},
+    # zhang2018's RNNsearch, RNNsearch* (cgru, maxout readout) and RNMT (tests/test_zhang2018_models.py: equations)
+    "rnnsearch": {**RNN, "decoder": "rnnsearch"},
+    "rnnsearch-star": {**RNN, "readout": "maxout"},
+    "rnmt": {**RNMT, "hidden": 12, "rn_widths": [1, 3], "rn_channels": [4, 6], "rn_hidden": 8},
+    "rnmt-rnnsearch-tanh": {**RNMT, "decoder": "rnnsearch", "readout": "tanh", "hidden": 12, "rn_widths": [3],
+                            "rn_channels": [5], "rn_hidden": 6, "rn_gp_layers": 1, "rn_mlp_layers": 1},
+    # shu2016's four decoders (tests/test_shu2016_models.py: eq. 7-8, 11-13 by hand); an LSTM encoder as the paper's
+    "shu-baseline": {**SHU, "attention_dim": 7},
+    "shu-enlarged": {**SHU, "attention_dim": 7, "dec_hidden": 14},
+    "shu-stacked": {**SHU, "attention_dim": 7, "layers": 2},
+    "shu-residual": {**SHU, "attention_dim": 7, "layers": 2, "residual": True, "output_bias": True},
+}
+V_SRC, V_TGT = 11, 13
+SRC_LENS, TGT_LENS = [5, 3, 7], [4, 6, 2]
+
+
+def spec_of(name, **override):
+    """The flat spec of a small variant."""
+    rnn = VARIANTS[name]["encoder"] in ("birnn", "rnmt")
+    return {**(SMALL_RNN if rnn else SMALL), **VARIANTS[name], **override}
+
+
+def make(name, seed=0, **override):
+    """A seeded small model of a variant, in eval mode."""
+    torch.manual_seed(seed)
+    v_src = V_TGT if VARIANTS[name].get("share_embeddings") else V_SRC
+    return build_model(spec_of(name, **override), v_src, V_TGT).eval()
+
+
+def batch(v_src=V_TGT, seed=1):
+    """Right-padded src [3,7] (EOS last) and tgt_in [3,6] (BOS first) of different lengths."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.zeros(len(SRC_LENS), max(SRC_LENS), dtype=torch.long)
+    tgt = torch.zeros(len(TGT_LENS), max(TGT_LENS), dtype=torch.long)
+    for i, (s, t) in enumerate(zip(SRC_LENS, TGT_LENS)):
+        src[i, :s - 1] = torch.randint(4, min(v_src, V_SRC), (s - 1,), generator=g)
+        src[i, s - 1] = 2
+        tgt[i, 0] = 1
+        tgt[i, 1:t] = torch.randint(4, V_TGT, (t - 1,), generator=g)
+    return src, tgt
+
+
+def train_copy(model, ids, steps=250, lr=3e-3, warmup=50, batch_tokens=1000, label_smoothing=0.1):
+    """Adam with linear warm-up then inverse square root, label-smoothed cross entropy (the trainer's defaults); a
+    loop of its own so that the test checks the model, not the trainer (tests/test_train_*.py)."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, (warmup / (s + 1)) ** 0.5))
+    lengths = [len(x) for x in ids]
+    step, epoch = 0, 0
+    model.train()
+    while step < steps:
+        for chunk in token_batches(lengths, lengths, batch_tokens, seed=1, epoch=epoch):
+            src, tgt_in, tgt_out = make_batch([ids[i] for i in chunk], [ids[i] for i in chunk])
+            loss = F.cross_entropy(model(src, tgt_in).flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
+                                   label_smoothing=label_smoothing)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            step += 1
+            if step == steps:
+                break
+        epoch += 1
+    return model.eval()
+
+
+def transformer_formula(d, f, enc, dec, v_src, v_tgt, shared=False, tied=False):
+    """Parameters of the post-LN Transformer: attention 4(d^2+d), FFN 2df+f+d, LayerNorm 2d; no output bias;
+    three embedding tables unless shared (one) or tied (target = output)."""
+    attn, ffn, ln = 4 * (d * d + d), 2 * d * f + f + d, 2 * d
+    emb = v_src * d + (0 if shared else v_tgt * d) + (0 if shared or tied else v_tgt * d)
+    return enc * (attn + ffn + 2 * ln) + dec * (2 * attn + ffn + 3 * ln) + emb

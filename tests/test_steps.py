@@ -1,0 +1,144 @@
+"""The step registry is the one declaration of every step: the command line, the Snakemake rules and dvc.yaml's rule
+lists agree with it, and a step's code dependencies are the code it runs."""
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.analyses import analyses
+from pipeline.cli import build_parser
+from pipeline.code_deps import code_files
+from pipeline.errors import PipelineError
+from pipeline.steps import STAGES, Resources, load_steps, register_step, rule_steps
+from pipeline.steps.arguments import add_arguments, arg, from_namespace
+from workspace import ROOT, env
+
+RULE = re.compile(r"^rule (\w+):[^\n]*\n((?:[ \t]+.*\n|\n)*)", re.M)
+STEP_CALL = re.compile(r"python -m pipeline ([a-z][a-z-]*)")
+
+
+def static_rules() -> dict[str, str | None]:
+    """rule -> the step its shell command calls (None for a rule without one), from the rule files' text."""
+    found = {}
+    for path in [ROOT / "Snakefile", *sorted((ROOT / "workflows/rules").glob("*.smk"))]:
+        for name, body in RULE.findall(path.read_text(encoding="utf-8")):
+            calls = set(STEP_CALL.findall(body))
+            assert len(calls) <= 1, (name, calls)
+            found[name] = calls.pop() if calls else None
+    return found
+
+
+def test_every_rule_calls_the_step_that_declares_it():
+    declared = rule_steps()
+    for rule, step in static_rules().items():
+        if step is not None:
+            assert rule in declared and declared[rule].name == step, (rule, step)
+    listed = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=ROOT, env=env(),
+                            capture_output=True, text=True, timeout=300, check=True).stdout.split()
+    aggregates = {rule for rule, step in static_rules().items() if step is None}  # no command: all, report_pages
+    assert set(listed) == set(declared) | aggregates
+    assert {f"analysis_{kind}" for kind in analyses()} <= set(listed)  # generated from the registry
+
+
+def test_dvc_yaml_runs_each_stage_group_with_exactly_its_steps_rules():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for group, stage in (("corpus", "corpus"), ("train", "train"), ("eval", "eval"), ("table", "table"),
+                         ("figure", "table")):
+        cmd = stages[group]["do"]["cmd"]
+        rules = cmd.split("--allowed-rules", 1)[1].split(" -- ", 1)[0].split()
+        assert sorted(rules) == sorted(r for s in load_steps().values() if s.stage == stage for r in s.rules)
+
+
+def test_every_step_is_a_subcommand_with_its_declared_options():
+    parser = build_parser()
+    subcommands = next(a for a in parser._actions if a.dest == "step").choices
+    assert set(subcommands) == set(load_steps())
+    for name, step in load_steps().items():
+        options = {o for action in subcommands[name]._actions for o in action.option_strings}
+        for field in dataclasses.fields(step.args):
+            if not field.metadata.get("positional"):
+                assert "--" + field.name.replace("_", "-") in options, (name, field.name)
+        assert step.stage in STAGES + (None,)
+        assert set(step.resources) == {"tiny", "paper"}
+
+
+@dataclasses.dataclass
+class _Args:
+    name: str = arg(positional=True)
+    count: int = arg(help="required")
+    files: list[str] = arg(help="one or more")
+    model: list[str] = arg(append=True)
+    ratio: float | None = arg(None)
+    sides: list[str] | None = arg(None)
+    flag: bool = arg(False)
+
+
+def test_argument_dataclass_gives_the_options_and_their_types():
+    import argparse
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, _Args)
+    args = from_namespace(_Args, parser.parse_args(["x", "--count", "3", "--files", "a", "b", "--model", "m1",
+                                                    "--model", "m2", "--sides", "--flag"]))
+    assert args == _Args(name="x", count=3, files=["a", "b"], model=["m1", "m2"], ratio=None, sides=[], flag=True)
+    assert from_namespace(_Args, parser.parse_args(["y", "--count", "1", "--files", "f", "--model", "m"])).sides is None
+    with pytest.raises(SystemExit):
+        parser.parse_args(["x", "--files", "a", "--model", "m"])  # --count is required
+
+
+def test_a_step_name_is_declared_once():
+    @dataclasses.dataclass
+    class Nothing:
+        pass
+
+    with pytest.raises(PipelineError, match="registered by"):
+        register_step("translate", Nothing, help="another translate")(lambda args: None)
+    with pytest.raises(PipelineError, match="one per scale"):
+        register_step("x-step", Nothing, help="x", resources={"tiny": Resources()})
+
+
+def test_a_step_depends_on_its_own_function_not_its_neighbours_imports():
+    steps = load_steps()
+    gmbr = set(code_files([steps["gmbr-tune"].run]))
+    rerank = set(code_files([steps["rerank"].run]))
+    assert "pipeline/gmbr.py" in gmbr and "pipeline/rerank.py" not in gmbr
+    assert "pipeline/rerank.py" in rerank and "pipeline/gmbr.py" not in rerank
+    # one module declares attention, patterns and speed: each depends on its own implementation only
+    speed = set(code_files([steps["speed"].run]))
+    attention = set(code_files([steps["attention"].run]))
+    assert "pipeline/papers/zeng2021/speed.py" in speed and "pipeline/papers/zeng2021/speed.py" not in attention
+    assert "pipeline/papers/zeng2021/analyses.py" in speed & attention
+
+
+def test_paper_slugs_appear_in_shared_code_only_in_comments():
+    slugs = ("hao2019", "werlen2018", "zhang2018", "zeng2021", "shu2016")
+    shared = [p for p in (ROOT / "pipeline").rglob("*.py") if "papers" not in p.relative_to(ROOT).parts]
+    shared += [ROOT / "Snakefile", *(ROOT / "workflows").rglob("*.smk")]
+    found = []
+    for path in shared:
+        for token in _code_tokens(path):
+            if any(slug in token.lower() for slug in slugs):
+                found.append(f"{path.relative_to(ROOT)}: {token}")
+    assert not found, found
+
+
+def _code_tokens(path: Path) -> list[str]:
+    """The names and strings of a Python (or Snakemake) file that are neither comments nor docstrings."""
+    import io
+    import tokenize
+    text = path.read_text(encoding="utf-8")
+    out, previous = [], tokenize.NEWLINE
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.STRING and previous in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT,
+                                                        tokenize.DEDENT):
+            previous = tok.type  # a docstring or a bare string statement: prose
+            continue
+        if tok.type in (tokenize.NAME, tokenize.STRING, tokenize.FSTRING_MIDDLE if hasattr(tokenize,
+                                                                                          "FSTRING_MIDDLE") else -1):
+            out.append(tok.string)
+        if tok.type not in (tokenize.COMMENT,):
+            previous = tok.type
+    return out

@@ -1,0 +1,208 @@
+"""Trainer runs: outputs and curves, the restart policy of finished runs, refused and continued resumes,
+fine-tuning, checkpoint file errors."""
+import dataclasses
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from pipeline.checkpoint import load_model, save_atomic
+from pipeline.data.synthetic import synthetic_pairs
+from pipeline.data.vocab import Vocab
+from pipeline.errors import PipelineError
+from pipeline.models.registry import build_model, count_parameters, init_from
+from pipeline.recipe import Recipe
+from pipeline.train import CurveLog, fit, seed_everything
+from train_helpers import equal_weights, read_curve, toy, toy_fit  # toy: a fixture
+
+
+def _model(spec: dict, vocab_size: int):
+    """The one place this file builds a registry model: spec = {"encoder": kind, "decoder": kind, **options}."""
+    return build_model(spec, vocab_size, vocab_size)
+
+
+
+# ------------------------------------------------------------------------------- restart policy, curves
+def test_a_finished_run_is_kept_when_nothing_changed(toy, tmp_path):
+    first, model = toy_fit(toy, tmp_path, max_steps=6)
+    assert (tmp_path / "run" / "COMPLETE").is_file() and first["resumed_from_step"] == 0
+    again, model2 = toy_fit(toy, tmp_path, max_steps=6, log_every=2)   # cadence may change
+    assert again["resumed_from_step"] == 6 and again["steps"] == 6
+    assert equal_weights(model.state_dict(), model2.state_dict())
+    assert (tmp_path / "run" / "COMPLETE").is_file()
+
+
+def test_a_finished_run_of_another_recipe_is_deleted_and_trained_afresh(toy, tmp_path):
+    toy_fit(toy, tmp_path / "a", max_steps=6)
+    (tmp_path / "a" / "run" / "stray.txt").write_text("from the old run")
+    summary, model = toy_fit(toy, tmp_path / "a", max_steps=6, lr=4.0)
+    assert summary["resumed_from_step"] == 0 and summary["steps"] == 6
+    assert not (tmp_path / "a" / "run" / "stray.txt").exists() and (tmp_path / "a" / "run" / "COMPLETE").is_file()
+    _, fresh = toy_fit(toy, tmp_path / "b", max_steps=6, lr=4.0)
+    assert equal_weights(model.state_dict(), fresh.state_dict())
+    # a finished run past a lowered max_steps cannot continue either: afresh
+    lowered, _ = toy_fit(toy, tmp_path / "a", max_steps=3, lr=4.0)
+    assert lowered["resumed_from_step"] == 0 and lowered["steps"] == 3
+
+
+def test_curves_are_written_once_to_curves_dir(toy, tmp_path, monkeypatch):
+    calls = []
+    publish = CurveLog.publish
+    monkeypatch.setattr(CurveLog, "publish", lambda self, target: (calls.append(target), publish(self, target)))
+    summary, _ = toy_fit(toy, tmp_path, max_steps=7, log_every=2)
+    assert calls == [tmp_path / "curves"]
+    files = sorted(str(p.relative_to(tmp_path / "curves")) for p in (tmp_path / "curves").rglob("*") if p.is_file())
+    assert files == ["train/loss.tsv", "train/lr.tsv", "train/nll.tsv", "valid/loss.tsv", "valid/nll.tsv",
+                     "valid/ppl.tsv"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.pt", "train.json"]   # no out/dvclive
+    assert list(read_curve(tmp_path / "curves" / "train" / "loss.tsv")) == [2, 4, 6, 7]
+    assert list(read_curve(tmp_path / "curves" / "valid" / "nll.tsv")) == [3, 6, 7]
+    assert summary["final_valid_nll"] == read_curve(tmp_path / "curves" / "valid" / "nll.tsv")[7]
+
+
+
+# -------------------------------------------------------------------------------- real training runs
+SMALL = dict(d_model=64, ffn_dim=128, heads=4, enc_layers=2, dec_layers=2)
+
+
+
+def _copy_data(n_train, n_valid=50, n_test=100):
+    """Copy-task corpora (train/valid/test from different seeds) and their shared vocabulary."""
+    train, valid, test = (synthetic_pairs("copy", n, seed=s) for n, s in ((n_train, 1), (n_valid, 2), (n_test, 3)))
+    vocab = Vocab.build([s for s, _ in train])
+
+    def encode(pairs):
+        return [vocab.encode(s) for s, _ in pairs], [vocab.encode(t) for _, t in pairs]
+
+    return encode(train), encode(valid), test, vocab
+
+
+def _meta(spec, vocab):
+    return {"model": spec, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab)}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """A short transformer run (dropout on) and its directories."""
+    root = tmp_path_factory.mktemp("small")
+    train, valid, _, vocab = _copy_data(200, n_valid=20)
+    spec = {"encoder": "transformer", "decoder": "transformer", **SMALL, "d_model": 32, "ffn_dim": 64,
+            "dropout": 0.1}
+    seed_everything(1)
+    model = _model(spec, len(vocab))
+    recipe = Recipe(lr=2e-3, warmup=5, max_steps=30, batch_size=200, label_smoothing=0.1, checkpoint_every=10,
+                    valid_every=10, log_every=5)
+    summary = fit(model, train, valid, recipe, run_dir=root / "run", out_dir=root / "out",
+                  curves_dir=root / "curves", meta=_meta(spec, vocab), progress=False)
+    return dict(root=root, model=model, summary=summary, train=train, valid=valid, vocab=vocab, spec=spec,
+                recipe=recipe)
+
+
+def test_outputs_rebuild_the_model_and_report_the_run(small_run):
+    out, run, curves = (small_run["root"] / d for d in ("out", "run", "curves"))
+    model, info = load_model(out / "model.pt")
+    trained = small_run["model"].state_dict()
+    assert all(torch.equal(v, trained[k]) for k, v in model.state_dict().items())
+    assert not model.training
+    assert info["model"] == small_run["spec"] and info["step"] == 30
+    assert info["kept"] == {"rule": "last", "step": 30}
+    assert info["n_params"] == count_parameters(small_run["model"])
+    report = json.loads((out / "train.json").read_text())
+    assert report["steps"] == 30 and report["n_params"] == info["n_params"]
+    assert report["kept"] == {"rule": "last", "step": 30}
+    assert report["tokens"] > 0 and report["tokens_per_s"] > 0 and report["steps_per_s"] > 0
+    assert math.isfinite(report["final_train_loss"]) and math.isfinite(report["final_valid_loss"])
+    assert report["best_valid_nll"] <= report["final_valid_nll"]
+    assert (run / "last.pt").is_file() and (run / "best.pt").is_file() and (run / "COMPLETE").is_file()
+    best, best_info = load_model(run / "best.pt")
+    assert best_info["step"] in (10, 20, 30)
+    curve = (curves / "train" / "loss.tsv").read_text().splitlines()
+    assert curve[0] == "step\tloss" and [int(r.split("\t")[0]) for r in curve[1:]] == [5, 10, 15, 20, 25, 30]
+    valid_curve = (curves / "valid" / "nll.tsv").read_text().splitlines()
+    assert [int(r.split("\t")[0]) for r in valid_curve[1:]] == [10, 20, 30]
+    assert not (out / "dvclive").exists()
+
+
+def test_resume_refuses_a_different_recipe_or_data(small_run, tmp_path):
+    r = small_run
+    shutil.copytree(r["root"] / "run", tmp_path / "run")
+    (tmp_path / "run" / "COMPLETE").unlink()   # an unfinished (killed) run is never silently discarded
+    args = dict(run_dir=tmp_path / "run", out_dir=tmp_path / "out", curves_dir=tmp_path / "curves", progress=False,
+                meta=_meta(r["spec"], r["vocab"]))
+    model = _model(r["spec"], len(r["vocab"]))
+    changed = dataclasses.replace(r["recipe"], lr=1e-3)
+    with pytest.raises(PipelineError, match=r"recipe\.lr: checkpoint 0\.002, now 0\.001"):
+        fit(model, r["train"], r["valid"], changed, **args)
+    with pytest.raises(PipelineError, match=r"recipe\.optimizer: checkpoint 'adam', now 'sgd'"):
+        fit(model, r["train"], r["valid"], dataclasses.replace(r["recipe"], optimizer="sgd"), **args)
+    with pytest.raises(PipelineError, match="data differ"):
+        fit(model, (r["train"][0][1:], r["train"][1][1:]), r["valid"], r["recipe"], **args)
+    with pytest.raises(PipelineError, match="beyond recipe.max_steps"):
+        fit(model, r["train"], r["valid"], dataclasses.replace(r["recipe"], max_steps=20), **args)
+    assert not (tmp_path / "out").exists() and (tmp_path / "run" / "last.pt").is_file()
+
+
+def test_raising_max_steps_continues_a_finished_run(small_run, tmp_path):
+    r = small_run
+    shutil.copytree(r["root"] / "run", tmp_path / "run")
+    model = _model(r["spec"], len(r["vocab"]))
+    summary = fit(model, r["train"], r["valid"], dataclasses.replace(r["recipe"], max_steps=35),
+                  run_dir=tmp_path / "run", out_dir=tmp_path / "out", curves_dir=tmp_path / "curves",
+                  progress=False, meta=_meta(r["spec"], r["vocab"]))
+    assert summary["resumed_from_step"] == 30 and summary["steps"] == 35
+    before = r["model"].state_dict()
+    assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert list(read_curve(tmp_path / "curves" / "train" / "loss.tsv")) == [5, 10, 15, 20, 25, 30, 35]
+
+
+def _finetune(r, root: Path, max_steps: int):
+    """Fine-tune a recurrence model from the small run's transformer; returns (summary, model)."""
+    spec = {"encoder": "recurrence", "decoder": "recurrence", **SMALL, "d_model": 32, "ffn_dim": 64,
+            "rec_type": "biarn", "rec_steps": 4, "dropout": 0.0}
+    seed_everything(5)  # the fresh parameters' initialisation
+    model = _model(spec, len(r["vocab"]))
+    recipe = dataclasses.replace(r["recipe"], max_steps=max_steps, lr=1e-12, schedule="constant", checkpoint_every=1)
+    summary = fit(model, r["train"], r["valid"], recipe, run_dir=root / "run", out_dir=root / "out",
+                  curves_dir=root / "curves", meta=_meta(spec, r["vocab"]), init_state=r["model"].state_dict(),
+                  progress=False)
+    return summary, model, spec
+
+
+def test_fine_tuning_starts_from_the_baseline(small_run, tmp_path):
+    r = small_run
+    summary, model, spec = _finetune(r, tmp_path, 1)
+    baseline = r["model"].state_dict()
+    expected_fresh = init_from(_model(spec, len(r["vocab"])), baseline)
+    assert summary["fresh_parameters"] == expected_fresh and expected_fresh
+    copied = [k for k in baseline if k not in expected_fresh and k in model.state_dict()]
+    assert copied
+    for key in copied:  # one update with lr 1e-12 leaves the copied weights within 1e-9 of the baseline
+        assert torch.allclose(model.state_dict()[key], baseline[key], atol=1e-9)
+
+
+def test_a_resumed_fine_tune_reports_the_same_fresh_parameters(small_run, tmp_path):
+    whole, model, _ = _finetune(small_run, tmp_path / "whole", 2)
+    _finetune(small_run, tmp_path / "parts", 1)
+    resumed, resumed_model, _ = _finetune(small_run, tmp_path / "parts", 2)   # resumes from the step-1 checkpoint
+    assert resumed["resumed_from_step"] == 1 and resumed["steps"] == 2
+    assert resumed["fresh_parameters"] == whole["fresh_parameters"] and whole["fresh_parameters"]
+    assert json.loads((tmp_path / "parts" / "out" / "train.json").read_text())["fresh_parameters"] == \
+        whole["fresh_parameters"]
+    assert equal_weights(model.state_dict(), resumed_model.state_dict())
+
+
+def test_checkpoint_files_fail_clearly(tmp_path):
+    with pytest.raises(PipelineError, match="checkpoint not found"):
+        load_model(tmp_path / "missing.pt")
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a torch file")
+    with pytest.raises(PipelineError, match="broken.pt: not a readable checkpoint"):
+        load_model(broken)
+    save_atomic({"format": "something else"}, tmp_path / "other.pt")
+    with pytest.raises(PipelineError, match="other.pt: not a model file"):
+        load_model(tmp_path / "other.pt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.pt", "other.pt"]  # no temp files left
+

@@ -1,0 +1,96 @@
+"""Shared by tests/test_train_*.py: a toy copy-task model and data, short runs of it, readers of their outputs."""
+import random
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pipeline.data.synthetic import synthetic_pairs
+from pipeline.data.vocab import PAD, Vocab
+from pipeline.recipe import Recipe
+from pipeline.train import fit
+
+torch.set_num_threads(1)
+
+
+def load_pt(path):
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+class Aligned(torch.nn.Module):
+    """Toy Seq2Seq: logits[b, t] = prev[tgt_in[b, t]] + aligned[src[b, t]] (the source token at the same position;
+    PAD past the source), the features themselves (a fixed identity output layer). Learns the copy task in a few
+    updates; greedy search runs on it."""
+
+    max_input_len = None
+    max_output_len = None
+
+    def __init__(self, vocab_size: int, seed: int = 0):
+        super().__init__()
+        gen = torch.Generator().manual_seed(seed)
+        self.prev = torch.nn.Parameter(0.1 * torch.randn(vocab_size, vocab_size, generator=gen))
+        self.aligned = torch.nn.Parameter(0.1 * torch.randn(vocab_size, vocab_size, generator=gen))
+        self.output_layer = torch.nn.Linear(vocab_size, vocab_size, bias=False).requires_grad_(False)
+        torch.nn.init.eye_(self.output_layer.weight)
+
+    @staticmethod
+    def _src_at(src, positions):
+        return F.pad(src, (0, max(0, positions - src.size(1))), value=PAD)[:, :positions]
+
+    def features(self, src, tgt_in):
+        """src [B,S], tgt_in [B,T] -> logits [B,T,V]."""
+        return self.prev[tgt_in] + self.aligned[self._src_at(src, tgt_in.size(1))]
+
+    forward = features
+
+    def encode(self, src):
+        return {"src": src}
+
+    def decode_step(self, prev_tokens, memory, state):
+        """prev_tokens [B,t] -> logits [B,V] of position t."""
+        t = prev_tokens.size(1)
+        return self.prev[prev_tokens[:, -1]] + self.aligned[self._src_at(memory["src"], t)[:, t - 1]], state
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """Copy-task training pairs and a validation set with 40% of the target tokens replaced (so that the
+    validation NLL first falls, then rises as the model grows confident)."""
+    pairs = synthetic_pairs("copy", 200, seed=1)
+    vocab = Vocab.build([s for s, _ in pairs])
+    rng = random.Random(0)
+
+    def noisy(ids):
+        return [i if rng.random() < 0.6 else rng.randrange(4, len(vocab)) for i in ids]
+
+    valid_pairs = synthetic_pairs("copy", 40, seed=2)
+    return {"train": ([vocab.encode(s) for s, _ in pairs], [vocab.encode(t) for _, t in pairs]),
+            "valid": ([vocab.encode(s) for s, _ in valid_pairs], [noisy(vocab.encode(t)) for _, t in valid_pairs]),
+            "V": len(vocab), "meta": {"model": {"encoder": "toy", "decoder": "toy"}, "src_vocab_size": len(vocab),
+                                      "tgt_vocab_size": len(vocab)}}
+
+
+
+TOY_RECIPE = dict(lr=8.0, batch_size=20, batch_unit="sentences", optimizer="sgd", schedule="constant", max_steps=30,
+                  valid_every=3, checkpoint_every=3, log_every=3)
+
+
+
+def toy_fit(toy, root: Path, **recipe):
+    """fit the Aligned model (seed 0) with TOY_RECIPE updated by `recipe`; returns (summary, model)."""
+    model = Aligned(toy["V"])
+    summary = fit(model, toy["train"], toy["valid"], Recipe(**{**TOY_RECIPE, **recipe}), run_dir=root / "run",
+                  out_dir=root / "out", curves_dir=root / "curves", meta=toy["meta"], progress=False)
+    return summary, model
+
+
+def read_curve(path: Path) -> dict:
+    """step -> value of a curve TSV."""
+    rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]
+    return {int(step): float(value) for step, value in rows}
+
+
+def equal_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+

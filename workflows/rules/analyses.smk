@@ -1,0 +1,45 @@
+# One rule per declared analysis kind (pipeline/analyses.py; a paper's own kinds in pipeline/papers/<paper>/),
+# generated from the registry: analysis_<kind> writes artifacts/<scale>/tables/<table>/<kind>/<item>.json for each
+# cell system, table column or the whole table ("all"), and the kind's other outputs beside it.
+from pipeline.analyses import Job, analyses as declared_analyses
+
+
+def analysis_job(analysis, wildcards):
+    return Job(P, PATHS, P.tables[wildcards.table], wildcards.item, analysis.part_of or analysis.kind)
+
+
+def analysis_outputs(analysis):
+    """The kind's outputs: its result and its other files (a suffix ending in "/" is a folder)."""
+    base = f"{R}/tables/{{table}}/{analysis.kind}/{{item}}"
+    outputs = {"result": f"{base}.json"}
+    for name, suffix in analysis.extra_outputs.items():
+        outputs[name] = directory(base + suffix[:-1]) if suffix.endswith("/") else base + suffix
+    return outputs
+
+
+for _analysis in declared_analyses().values():
+
+    rule:
+        name:
+            _analysis.rule
+        input:
+            unpack(lambda wc, a=_analysis: dict(a.inputs(analysis_job(a, wc)))),
+        output:
+            **analysis_outputs(_analysis),
+        wildcard_constraints:
+            item=r"[^./]+",
+        params:
+            settings=lambda wc, a=_analysis: q(analysis_job(a, wc).settings),
+            inputs=lambda wc, a=_analysis: q(dict(a.inputs(analysis_job(a, wc)))),
+            context=lambda wc, a=_analysis: q(a.context(analysis_job(a, wc))),
+            extra=lambda wc, output, a=_analysis: q({name: output[name] for name in a.extra_outputs}),
+            omp=1 if resources_of(_analysis.step).alone else resources_of(_analysis.step).threads,
+        threads: threads_of(_analysis.step)
+        resources:
+            **job_resources(_analysis.step),
+        log:
+            f"{R}/logs/analysis/{_analysis.kind}/{{table}}/{{item}}.log",
+        shell:
+            f"OMP_NUM_THREADS={{params.omp}} python -m pipeline {_analysis.step} --settings {{params.settings}} "
+            "--inputs {params.inputs} --context {params.context} --extra {params.extra} --output {output.result} "
+            "> {log} 2>&1"
