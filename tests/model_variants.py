@@ -1,12 +1,14 @@
 """What the model tests share: the small variants of every model kind (VARIANTS: Transformer, hao2019's recurrence
 models and related approaches, zeng2021's patterns, the RNN encoder-decoders of werlen2018, zhang2018 and shu2016), a
-seeded small model and a padded batch of them, a copy-task training loop, and the Transformer's parameter formula."""
+seeded small model and a padded batch of them, padded sources to search on, a model without incremental state that a
+cached search must equal (Recompute), a copy-task training loop, and the Transformer's parameter formula."""
 import torch
 import torch.nn.functional as F
 
 from pipeline.data.batching import make_batch, token_batches
-from pipeline.data.vocab import PAD
+from pipeline.data.vocab import EOS, PAD
 from pipeline.models import build_model
+from pipeline.models.seq2seq import Seq2Seq
 
 torch.set_num_threads(1)
 
@@ -28,19 +30,20 @@ VARIANTS = {
     "biarnJ2-gated-all": {**R, "rec_steps": 0, "rec_layers": 2, "integration": "gated", "integrate_into": "all"},
     "birnn-stack-top": {**R, "rec_type": "birnn"},
     "birnn2-gated-all": {**R, "rec_type": "birnn", "rec_layers": 2, "integration": "gated", "integrate_into": "all"},
-    # hao2019 Table 4's related approaches (tests/test_related_models.py checks what defines them)
+    # hao2019 Table 4's related approaches (tests/papers/hao2019/test_related_models.py checks what defines them)
     "relpos": {**T, "rel_pos_k": 4},
     "disan": {**T, "disan": True},
     "relpos-disan": {**T, "rel_pos_k": 4, "disan": True},
     "multicolumn": {**MC, "rnn_layers": 2},
     "biarn-relpos": {**R, "rel_pos_k": 4, "rec_steps": 3},
-    # zeng2021 (tests/test_ran.py checks what defines them)
+    # zeng2021 (tests/papers/zeng2021/test_ran.py checks what defines them)
     "ran-e": {**T, "enc_self_attn": "ran", "ran_max_len": 16, "ran_attention_dropout": 0.1},
     "ran-d": {**T, "dec_self_attn": "ran", "ran_max_len": 16},
     "ran-all": {**T, "enc_self_attn": "ran", "dec_self_attn": "ran", "ran_max_len": 16},
     "hcsa": {**T, "enc_self_attn": "hcsa", "dec_self_attn": "hcsa"},
     "synr": {**T, "enc_self_attn": "synr", "dec_self_attn": "synr", "ran_max_len": 16},
-    # the RNN encoder-decoders: dl4mt and werlen2018's decoders (tests/test_werlen2018_models.py: their equations)
+    # the RNN encoder-decoders: dl4mt and werlen2018's decoders (their equations:
+    # tests/papers/werlen2018/test_werlen2018_models.py)
     "dl4mt": dict(RNN),
     "dl4mt-lstm-encoder": {**RNN, "cell": "lstm"},
     "mean-residual": {**RNN, "summary": "mean"},
@@ -48,13 +51,15 @@ VARIANTS = {
     "attentive-residual-scope": {**RNN, "summary": "attention", "summary_score": "content_scope"},
     "memory-rnn": {**RNN, "state_attention": "memory"},
     "self-attentive-rnn": {**RNN, "state_attention": "self", "attention_dim": 7},
-    # zhang2018's RNNsearch, RNNsearch* (cgru, maxout readout) and RNMT (tests/test_zhang2018_models.py: equations)
+    # zhang2018's RNNsearch, RNNsearch* (cgru, maxout readout) and RNMT (their equations:
+    # tests/papers/zhang2018/test_zhang2018_models.py)
     "rnnsearch": {**RNN, "decoder": "rnnsearch"},
     "rnnsearch-star": {**RNN, "readout": "maxout"},
     "rnmt": {**RNMT, "hidden": 12, "rn_widths": [1, 3], "rn_channels": [4, 6], "rn_hidden": 8},
     "rnmt-rnnsearch-tanh": {**RNMT, "decoder": "rnnsearch", "readout": "tanh", "hidden": 12, "rn_widths": [3],
                             "rn_channels": [5], "rn_hidden": 6, "rn_gp_layers": 1, "rn_mlp_layers": 1},
-    # shu2016's four decoders (tests/test_shu2016_models.py: eq. 7-8, 11-13 by hand); an LSTM encoder as the paper's
+    # shu2016's four decoders (tests/papers/shu2016/test_shu2016_models.py: eq. 7-8, 11-13 by hand); an LSTM encoder as
+    # the paper's
     "shu-baseline": {**SHU, "attention_dim": 7},
     "shu-enlarged": {**SHU, "attention_dim": 7, "dec_hidden": 14},
     "shu-stacked": {**SHU, "attention_dim": 7, "layers": 2},
@@ -90,9 +95,33 @@ def batch(v_src=V_TGT, seed=1):
     return src, tgt
 
 
+def sources(vocab, lengths=(4, 2, 6), seed=3):
+    """Right-padded sources [3,6], EOS last."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    for i, n in enumerate(lengths):
+        src[i, :n - 1] = torch.randint(4, vocab, (n - 1,), generator=g)
+        src[i, n - 1] = EOS
+    return src
+
+
+class Recompute(Seq2Seq):
+    """A wrapper without incremental state: every step reruns the wrapped model's full forward pass."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def encode(self, src):
+        return {"src": src}
+
+    def decode_step(self, prev_tokens, memory, state):
+        return self.model(memory["src"], prev_tokens)[:, -1], {}
+
+
 def train_copy(model, ids, steps=250, lr=3e-3, warmup=50, batch_tokens=1000, label_smoothing=0.1):
     """Adam with linear warm-up then inverse square root, label-smoothed cross entropy (the trainer's defaults); a
-    loop of its own so that the test checks the model, not the trainer (tests/test_train_*.py)."""
+    loop of its own so that the test checks the model, not the trainer (tests/train/test_train_*.py)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, (warmup / (s + 1)) ** 0.5))
     lengths = [len(x) for x in ids]

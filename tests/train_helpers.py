@@ -1,13 +1,11 @@
-"""Shared by tests/test_train_*.py: a toy copy-task model and data, short runs of it, readers of their outputs."""
-import random
+"""Shared by tests/train/test_train_*.py: a toy copy-task model, short runs of it on the `toy` fixture's data
+(tests/train/conftest.py), readers of their outputs."""
 from pathlib import Path
 
-import pytest
 import torch
 import torch.nn.functional as F
 
-from pipeline.data.synthetic import synthetic_pairs
-from pipeline.data.vocab import PAD, Vocab
+from pipeline.data.vocab import PAD
 from pipeline.recipe import Recipe
 from pipeline.train import fit
 
@@ -53,28 +51,8 @@ class Aligned(torch.nn.Module):
         return self.prev[prev_tokens[:, -1]] + self.aligned[self._src_at(memory["src"], t)[:, t - 1]], state
 
 
-@pytest.fixture(scope="module")
-def toy():
-    """Copy-task training pairs and a validation set with 40% of the target tokens replaced (so that the
-    validation NLL first falls, then rises as the model grows confident)."""
-    pairs = synthetic_pairs("copy", 200, seed=1)
-    vocab = Vocab.build([s for s, _ in pairs])
-    rng = random.Random(0)
-
-    def noisy(ids):
-        return [i if rng.random() < 0.6 else rng.randrange(4, len(vocab)) for i in ids]
-
-    valid_pairs = synthetic_pairs("copy", 40, seed=2)
-    return {"train": ([vocab.encode(s) for s, _ in pairs], [vocab.encode(t) for _, t in pairs]),
-            "valid": ([vocab.encode(s) for s, _ in valid_pairs], [noisy(vocab.encode(t)) for _, t in valid_pairs]),
-            "V": len(vocab), "meta": {"model": {"encoder": "toy", "decoder": "toy"}, "src_vocab_size": len(vocab),
-                                      "tgt_vocab_size": len(vocab)}}
-
-
-
 TOY_RECIPE = dict(lr=8.0, batch_size=20, batch_unit="sentences", optimizer="sgd", schedule="constant", max_steps=30,
                   valid_every=3, checkpoint_every=3, log_every=3)
-
 
 
 def toy_fit(toy, root: Path, **recipe):

@@ -101,6 +101,19 @@ def toy_project_params() -> tuple[dict, dict[str, dict]]:
     return shared, papers
 
 
+def toy_zhang2018_params() -> tuple[dict, dict]:
+    """The project's zhang2018 params on toy corpora, smaller still; the alignment corpus stays the reorder grammar."""
+    shared, papers = toy_project_params()
+    zhang = papers["zhang2018"]
+    zhang["corpora"]["rn-reorder"]["source"] = "toy-reorder"
+    for model in zhang["models"].values():
+        model.update(embed=16, hidden=16, dropout=0.0)
+        if model.get("encoder") == "rnmt":
+            model.update(rn_channels=[4] * len(model["rn_widths"]), rn_hidden=8)
+    zhang["figures"]["zhang2018-fig3"]["analyses"]["length"]["bins"] = [[0, 5], [5, 8], [8, None]]
+    return shared, {"zhang2018": zhang}
+
+
 def toy_params(**changes) -> dict:
     """A deep copy of TOY_SHARED with top-level keys replaced."""
     return {**copy.deepcopy(TOY_SHARED), **changes}

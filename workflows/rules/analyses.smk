@@ -34,12 +34,13 @@ for _analysis in declared_analyses().values():
             context=lambda wc, a=_analysis: q(a.context(analysis_job(a, wc))),
             extra=lambda wc, output, a=_analysis: q({name: output[name] for name in a.extra_outputs}),
             omp=1 if resources_of(_analysis.step).alone else resources_of(_analysis.step).threads,
+            step=_analysis.step,  # shell: below is evaluated when a job runs, after the loop: only params are bound
         threads: threads_of(_analysis.step)
         resources:
             **job_resources(_analysis.step),
         log:
             f"{R}/logs/analysis/{_analysis.kind}/{{table}}/{{item}}.log",
         shell:
-            f"OMP_NUM_THREADS={{params.omp}} python -m pipeline {_analysis.step} --settings {{params.settings}} "
+            "OMP_NUM_THREADS={params.omp} python -m pipeline {params.step} --settings {params.settings} "
             "--inputs {params.inputs} --context {params.context} --extra {params.extra} --output {output.result} "
             "> {log} 2>&1"

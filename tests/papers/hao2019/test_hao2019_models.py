@@ -1,6 +1,6 @@
 """hao2019's recurrence models: the equations by hand (ARN eq. 12-13, recurrence layers eq. 7-8, integration into the
 decoder eq. 14-19), warm start from the baseline (5.1), and exact parameter counts (Table 3's +9.4M for BiARN). The
-invariants every model keeps run on these variants in tests/test_models.py."""
+invariants every model keeps run on these variants in tests/models/test_models.py."""
 import math
 
 import pytest

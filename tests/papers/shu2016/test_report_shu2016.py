@@ -4,6 +4,7 @@ deterministic figure, bad cells naming the key."""
 import hashlib
 
 import pytest
+from cells import cell, facts
 
 from pipeline.errors import PipelineError
 from pipeline.papers.shu2016.figures import interval
@@ -12,18 +13,18 @@ from pipeline.report.figures import save_figure
 from pipeline.report.layouts import build
 
 SEG = "|seg:janome 0.5.0"
-FACTS = {"scale": "tiny", "corpora": {"test": "l10n-en-ja", "valid": "l10n-en-ja"},
-         "corpus_descriptions": {"test": "en-ja catalogue"}, "test_sets": {"test": "test", "valid": "test"},
-         "signatures": {"ribes": {"test": "ribes|alpha:0.25|beta:0.1|case:lc|nrefs:1|impl:RIBES.py-1.03.1" + SEG},
-                        "bleu": {"test": "multi-bleu|nrefs:1|case:mixed|eff:no|tok:none|smooth:none" + SEG}},
-         "significance": None, "device": "cpu x 1 process(es)", "precision": "float32",
-         "combinations": {"rr": {"method": "rerank", "settings": {"n": 8, "length": "normalize"}},
-                          "mbr": {"method": "gmbr", "settings": {"n": 8, "tune_sentences": 200, "metric": "multi-bleu"}},
-                          "sw": {"method": "length", "settings": {"threshold": 12}}}}
+FACTS = facts({"test": "l10n-en-ja", "valid": "l10n-en-ja"}, corpus_descriptions={"test": "en-ja catalogue"},
+              signatures={"ribes": {"test": "ribes|alpha:0.25|beta:0.1|case:lc|nrefs:1|impl:RIBES.py-1.03.1" + SEG},
+                          "bleu": {"test": "multi-bleu|nrefs:1|case:mixed|eff:no|tok:none|smooth:none" + SEG}},
+              significance=None, device="cpu x 1 process(es)", precision="float32",
+              combinations={"rr": {"method": "rerank", "settings": {"n": 8, "length": "normalize"}},
+                            "mbr": {"method": "gmbr", "settings": {"n": 8, "tune_sentences": 200,
+                                                                   "metric": "multi-bleu"}},
+                            "sw": {"method": "length", "settings": {"threshold": 12}}})
 
 
 def scores(ribes, bleu, system="sys"):
-    return {"test": {"system": system, "ribes": ribes, "bleu": bleu}}
+    return {"test": cell(system, ribes=ribes, bleu=bleu)}
 
 
 def test_transcribed_numbers():
@@ -102,8 +103,8 @@ def test_table2_reported_rows_standin_and_combinations():
 
 def curves(values, every=20, per_epoch=50.0):
     steps = range(every, every * len(values) + 1, every)
-    return {"valid": {"system": "s", "curves": {"curve": "valid/nll", "epochs": 3, "steps_per_epoch": per_epoch,
-                                                "points": [[s, v] for s, v in zip(steps, values)]}}}
+    return {"valid": cell("s", curves={"curve": "valid/nll", "epochs": 3, "steps_per_epoch": per_epoch,
+                                       "points": [[s, v] for s, v in zip(steps, values)]})}
 
 
 def test_interval_is_the_commonest_gap():

@@ -1,9 +1,11 @@
 """werlen2018's models by hand: the additive attention (A.2), one conditional-GRU step (A.3), s_0, the readout, the
 mean and self-attentive residual summaries (eq. 9-13) with y_0 = 0, the Memory RNN and Self-attentive RNN (A.3.2-3),
 and the parameter counts of Table 1. The invariants every model keeps (incremental = full pass, causality,
-padding, gradients) run on these variants in tests/test_models.py."""
+padding, gradients) run on these variants in tests/models/test_models.py."""
 import pytest
 import torch
+from by_hand import attention_by_hand, gru_by_hand
+from model_variants import Recompute, sources
 
 from pipeline.models import build_model, count_parameters
 from pipeline.models.additive_attention import AdditiveAttention
@@ -12,29 +14,6 @@ from pipeline.models.conditional_gru import ConditionalGRU
 torch.set_num_threads(1)
 
 RNN = {"encoder": "birnn", "decoder": "cgru", "embed": 6, "hidden": 5, "dropout": 0.0}
-
-
-def gru_by_hand(x, h, cell):
-    """werlen2018 A.1 with dl4mt's r * (U h + b) candidate: z, r gates; h = z * h + (1 - z) * candidate."""
-    w_r, w_z, w_n = cell.weight_ih.chunk(3)
-    u_r, u_z, u_n = cell.weight_hh.chunk(3)
-    b_r, b_z, b_n = cell.bias_ih.chunk(3)
-    c_r, c_z, c_n = cell.bias_hh.chunk(3)
-    r = torch.sigmoid(x @ w_r.T + b_r + h @ u_r.T + c_r)
-    z = torch.sigmoid(x @ w_z.T + b_z + h @ u_z.T + c_z)
-    candidate = torch.tanh(x @ w_n.T + b_n + r * (h @ u_n.T + c_n))
-    return z * h + (1 - z) * candidate
-
-
-def attention_by_hand(attention, query, keys, pad):
-    """e_i = v^T tanh(W_d q + W_e h_i + b) + c, softmax over the non-padding keys, c = sum alpha_i h_i."""
-    scores = []
-    for i in range(keys.size(0)):
-        pre = attention.query_proj.weight @ query + attention.key_proj.weight @ keys[i] + attention.key_proj.bias
-        scores.append((attention.score.weight @ torch.tanh(pre) + attention.score.bias).squeeze())
-    scores = torch.stack(scores).masked_fill(pad, float("-inf"))
-    alpha = torch.softmax(scores, 0)
-    return alpha @ keys, alpha
 
 
 def test_additive_attention_follows_a2_and_ignores_padding():
@@ -205,8 +184,6 @@ def test_weight_init_normal_and_uniform():
 def test_beam_search_carries_and_reorders_the_previous_words(variant):
     """The state holds each hypothesis's previous embeddings (or states): the cached search equals a stateless one,
     and a search whose reorder is removed gives other translations."""
-    from test_search import Recompute, sources
-
     from pipeline.models.seq2seq import index_batch
     from pipeline.search import beam_search
     src, kwargs = sources(13), dict(beam=3, max_len_a=1.0, max_len_b=5, alpha=0.6)

@@ -9,8 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_zhang2018_targets import _toy_params
-from workspace import ROOT, make_workspace, paper_targets, project_params, run
+from workspace import ROOT, make_workspace, paper_targets, project_params, run, toy_zhang2018_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
@@ -121,7 +120,7 @@ def test_a_fresh_copy_reports_every_committed_table_and_figure(tmp_path):
 
 
 def test_a_toy_build_then_the_report_holds_what_it_built(tmp_path):
-    ws = make_workspace(tmp_path / "ws", *_toy_params())
+    ws = make_workspace(tmp_path / "ws", *toy_zhang2018_params())
     built = ["results/zhang2018/table3.tsv", "results/zhang2018/fig3.tsv"]
     run(["snakemake", *PROFILE, "--", *built], ws, timeout=900)
     made = run(["bash", "workflows/report.sh"], ws)

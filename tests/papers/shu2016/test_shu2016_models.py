@@ -3,10 +3,10 @@
 (stacked) or W_o (h_t + h'_t) + b_o (residual, eq. 13); stacked and residual differ only in that sum; the options;
 and the paper-scale parameter counts against 4.1's "same number of overall parameters". The invariants every model
 keeps (incremental = full pass, causality, padding, gradients; the copy task) run on these variants in
-tests/test_models.py and tests/test_copy_task.py."""
+tests/models/test_models.py and tests/models/test_copy_task.py."""
 import pytest
 import torch
-from test_werlen2018_models import attention_by_hand
+from by_hand import attention_by_hand
 from torch import nn
 
 from pipeline.errors import PipelineError

@@ -10,7 +10,7 @@ from pipeline.data.batching import encode_source, pad
 from pipeline.errors import PipelineError
 from pipeline.search import greedy
 from pipeline.train import validation_bleu
-from train_helpers import equal_weights, load_pt, read_curve, toy, toy_fit  # toy: a fixture
+from train_helpers import equal_weights, load_pt, read_curve, toy_fit
 
 
 def _weights_at(toy, root: Path, step: int, **recipe) -> dict:

@@ -45,7 +45,8 @@ COPY_VARIANTS = {
 }
 
 
-LANGUAGE_MODEL_KINDS = {"encoder": {"none"}, "decoder": {"lstm"}}  # no source to copy: tests/test_lstm_lm.py
+# no source to copy: tests/papers/werlen2018/test_lstm_lm.py
+LANGUAGE_MODEL_KINDS = {"encoder": {"none"}, "decoder": {"lstm"}}
 
 
 def test_every_encoder_and_decoder_kind_has_a_copy_task_variant():

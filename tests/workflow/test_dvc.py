@@ -80,9 +80,9 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     assert shown["artifacts/tiny/eval/ende-base/scores.json"]["data"]["test"]["sacrebleu"] == round(score, 4)
 
     # editing a file a stage uses makes exactly the stages that use it stale
-    layout = ws / "pipeline/papers/hao2019/layouts.py"
+    layout = ws / "pipeline/papers/hao2019/layouts.py"   # both tables' layouts are defined there
     layout.write_text(layout.read_text() + "\n# edited\n")
-    assert stale(ws) == {"table@hao2019-table3"}
+    assert stale(ws) == {"table@hao2019-table3", "figure@hao2019-length"}
     run(["git", "checkout", "--", "pipeline/papers/hao2019/layouts.py"], ws)
     decoded = {f"eval@{s}" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
     combined = {"eval@ende-rerank", "eval@ende-gmbr"}  # they decode their inputs' n-best lists

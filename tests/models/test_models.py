@@ -1,8 +1,8 @@
 """Invariants of every model variant (Transformer, hao2019 recurrence models, RelPos, DiSAN, multi-column, zeng2021's
 patterns, the RNN encoder-decoders): incremental = full pass, causality, padding, a gradient for every parameter; the
 encoder/decoder composition and its specs; embedding tables, option validation and the Transformer's exact parameter
-count. The copy task: tests/test_copy_task.py; hao2019's equations, warm start and counts: tests/test_hao2019_models.py.
-Shared variants and helpers: tests/model_variants.py."""
+count. The copy task: tests/models/test_copy_task.py; hao2019's equations, warm start and counts:
+tests/papers/hao2019/test_hao2019_models.py. Shared variants and helpers: tests/model_variants.py."""
 import dataclasses
 import subprocess
 import sys

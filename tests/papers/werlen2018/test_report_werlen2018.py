@@ -4,6 +4,7 @@ cells and facts naming the key."""
 import hashlib
 
 import pytest
+from cells import bleu_cell, cell, facts, significance
 from matplotlib.image import imread
 
 from pipeline.errors import PipelineError
@@ -20,28 +21,14 @@ from pipeline.report.layouts import LAYOUTS, build
 MULTI = "nrefs:1|case:mixed|eff:no|tok:none|smooth:none|version:2.6.0"
 NIST = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 DIRECTIONS = ("en-zh", "es-en", "en-de")
-FACTS = {
-    "scale": "tiny",
-    "corpora": {"en-zh": "l10n-en-zh", "es-en": "l10n-es-en", "en-de": "l10n-en-de", "nt14": "l10n-en-de",
-                "nt15": "l10n-en-de", "nt16": "l10n-en-de", "lm": "l10n-es-en"},
-    "test_sets": {"en-zh": "test", "es-en": "test", "en-de": "test", "nt14": "test", "nt15": "test-nt15",
-                  "nt16": "test-nt16", "lm": "test"},
-    "signatures": {"bleu": {"en-zh": MULTI, "es-en": MULTI, "nt14": NIST, "nt15": NIST, "nt16": NIST}},
-    "significance": {"value": "bleu", "test": "paired_t_test", "n_samples": 1000, "seed": 12345},
-}
+FACTS = facts({"en-zh": "l10n-en-zh", "es-en": "l10n-es-en", "en-de": "l10n-en-de", "nt14": "l10n-en-de",
+               "nt15": "l10n-en-de", "nt16": "l10n-en-de", "lm": "l10n-es-en"},
+              test_sets={"nt15": "test-nt15", "nt16": "test-nt16"},
+              signatures={"bleu": {"en-zh": MULTI, "es-en": MULTI, "nt14": NIST, "nt15": NIST, "nt16": NIST}},
+              significance=significance("paired_t_test"))
 TINY_LINE = ("tiny scale: the embedded software-localisation catalogues of the same directions stand in for the "
              "paper's corpora (UN En-Zh, WMT13 Es-En, WMT16 En-De), with small models and short training "
              "(params/werlen2018.yaml)")
-
-
-def bleu(value, params=None, p_value=None, delta=None, baseline=None):
-    """A Tables 1-4 cell: BLEU, optionally |Θ| and the significance fields against the baseline."""
-    cell = {"system": "sys", "bleu": value}
-    if params is not None:
-        cell["params"] = params
-    if p_value is not None:
-        cell.update(p_value=p_value, delta=delta, baseline={"bleu": baseline})
-    return cell
 
 
 def printed(table, row_id: str) -> list:
@@ -113,9 +100,9 @@ def test_table1_paper_only():
 
 
 def test_table1_ours_two_decimals_and_params():
-    ours = {"baseline": {"en-zh": bleu(20.126, 1_234_567), "es-en": bleu(30.0, 1_300_000)},
-            "mean": {"en-zh": bleu(21.004, 1_234_567), "es-en": bleu(29.994, 1_234_567)},
-            "self-attentive": {"es-en": bleu(7.5, 98_765)}}
+    ours = {"baseline": {"en-zh": bleu_cell(20.126, 1_234_567), "es-en": bleu_cell(30.0, 1_300_000)},
+            "mean": {"en-zh": bleu_cell(21.004, 1_234_567), "es-en": bleu_cell(29.994, 1_234_567)},
+            "self-attentive": {"es-en": bleu_cell(7.5, 98_765)}}
     table = w.table1(ours, FACTS)
     assert table.rows == [
         ["SMT baseline", "–", "", "21.6", "", "25.2", ""],
@@ -128,13 +115,13 @@ def test_table1_ours_two_decimals_and_params():
 
 
 def test_table1_a_cell_without_params_is_left_out_of_the_size():
-    ours = {"baseline": {"en-zh": bleu(20.0, 1_234_567), "es-en": bleu(30.0)}}
+    ours = {"baseline": {"en-zh": bleu_cell(20.0, 1_234_567), "es-en": bleu_cell(30.0)}}
     assert w.table1(ours, FACTS).rows[1][:3] == ["NMT baseline", "108.7M", "1.2M"]
 
 
 # ------------------------------------------------------------------ Tables 2-4
 def test_table2_exact_rows():
-    ours = {"baseline": {"nt14": bleu(10.0), "nt15": bleu(11.111)}, "self-rnn": {"nt15": bleu(9.999)}}
+    ours = {"baseline": {"nt14": bleu_cell(10.0), "nt15": bleu_cell(11.111)}, "self-rnn": {"nt15": bleu_cell(9.999)}}
     table = w.table2(ours, {**FACTS, "signatures": {"bleu": {"nt14": MULTI, "nt15": MULTI}}})
     assert table.columns == ["Models", "NT14 (paper)", "NT14 (ours)", "NT15 (paper)", "NT15 (ours)"]
     assert table.rows == [
@@ -157,13 +144,13 @@ def test_table2_exact_rows():
 
 
 def test_table3_exact_rows_and_marks():
-    ours = {"baseline": {"nt14": bleu(20.0), "nt15": bleu(21.0), "nt16": bleu(22.0)},
-            "mean": {"nt14": bleu(20.5, p_value=0.03, delta=0.5, baseline=20.0),
-                     "nt15": bleu(21.5, p_value=0.2, delta=0.5, baseline=21.0),
-                     "nt16": bleu(21.0, p_value=0.001, delta=-1.0, baseline=22.0)},  # significantly worse
-            "self-attentive": {"nt14": bleu(20.7, p_value=0.004, delta=0.7, baseline=20.0),
-                               "nt15": bleu(21.25, p_value=0.01, delta=0.25, baseline=21.0),
-                               "nt16": bleu(22.0, p_value=0.001, delta=0.0, baseline=22.0)}}  # no better
+    ours = {"baseline": {"nt14": bleu_cell(20.0), "nt15": bleu_cell(21.0), "nt16": bleu_cell(22.0)},
+            "mean": {"nt14": bleu_cell(20.5, p_value=0.03, delta=0.5, baseline=20.0),
+                     "nt15": bleu_cell(21.5, p_value=0.2, delta=0.5, baseline=21.0),
+                     "nt16": bleu_cell(21.0, p_value=0.001, delta=-1.0, baseline=22.0)},  # significantly worse
+            "self-attentive": {"nt14": bleu_cell(20.7, p_value=0.004, delta=0.7, baseline=20.0),
+                               "nt15": bleu_cell(21.25, p_value=0.01, delta=0.25, baseline=21.0),
+                               "nt16": bleu_cell(22.0, p_value=0.001, delta=0.0, baseline=22.0)}}  # no better
     table = w.table3(ours, FACTS)
     assert table.columns == ["Models", "NT14 (paper)", "NT14 (ours)", "NT15 (paper)", "NT15 (ours)",
                              "NT16 (paper)", "NT16 (ours)"]
@@ -187,12 +174,12 @@ def test_table3_exact_rows_and_marks():
     (0.0001, 0.3, "**"), (0.0099, 0.3, "**"), (0.01, 0.3, "*"), (0.0499, 0.3, "*"), (0.05, 0.3, ""),
     (0.5, 0.3, ""), (0.0001, -0.3, ""), (0.04, -0.3, ""), (0.0001, 0.0, "")])
 def test_table3_marks_only_a_better_system(p, delta, expected):
-    ours = {"mean": {"nt15": bleu(24.0, p_value=p, delta=delta, baseline=24.0 - delta)}}
+    ours = {"mean": {"nt15": bleu_cell(24.0, p_value=p, delta=delta, baseline=24.0 - delta)}}
     assert w.table3(ours, FACTS).rows[4][4] == f"24.00{expected}"
 
 
 def test_table4_exact_rows():
-    ours = {"content-scope": {"en-zh": bleu(5.0)}, "content": {"en-zh": bleu(6.0), "es-en": bleu(7.125)}}
+    ours = {"content-scope": {"en-zh": bleu_cell(5.0)}, "content": {"en-zh": bleu_cell(6.0), "es-en": bleu_cell(7.125)}}
     table = w.table4(ours, FACTS)
     assert table.columns == ["Attention function", "En-Zh (paper)", "En-Zh (ours)", "Es-En (paper)",
                              "Es-En (ours)"]
@@ -213,7 +200,7 @@ def ranking(d: str, pairs=None, filled=()):
 
 def table5_cells(by_direction: dict) -> dict:
     """Every row's cell of a direction holds the same (per-column) ranking analysis."""
-    return {row: {d: {"system": f"w-{d}-{row}", "ranking": result} for d, result in by_direction.items()}
+    return {row: {d: cell(f"w-{d}-{row}", ranking=result) for d, result in by_direction.items()}
             for row in ("baseline", "mean", "self-attentive")}
 
 
@@ -265,10 +252,8 @@ def test_table5_with_a_tally_flips_pairs_listed_the_other_way():
 
 # ------------------------------------------------------------------ Table 6
 def lm(ppl, params=None):
-    cell = {"system": "w-lm", "perplexity": {"perplexity": ppl, "nll": 1.0, "tokens": 100, "sentences": 10}}
-    if params is not None:
-        cell["params"] = params
-    return {"lm": cell}
+    return {"lm": cell("w-lm", params=params,
+                       perplexity={"perplexity": ppl, "nll": 1.0, "tokens": 100, "sentences": 10})}
 
 
 def test_table6_exact_rows():
@@ -306,10 +291,10 @@ def previous_words(shares, matrix=MATRIX, trees=("((the cat) sat)", "(a (b c))")
 
 
 def attending(memory=(1.0, 0.0, None), self_rnn=(0.5, 0.25, 0.125), self_attentive=(0.25, 0.5, 1 / 3), **kw):
-    return {"memory": {"es-en": {"system": "w-es-en-memory", "previous_words": previous_words(memory, **kw)}},
-            "self-rnn": {"es-en": {"system": "w-es-en-self-rnn", "previous_words": previous_words(self_rnn, **kw)}},
-            "self-attentive": {"es-en": {"system": "w-es-en-self-attentive",
-                                         "previous_words": previous_words(self_attentive, **kw)}}}
+    return {"memory": {"es-en": cell("w-es-en-memory", previous_words=previous_words(memory, **kw))},
+            "self-rnn": {"es-en": cell("w-es-en-self-rnn", previous_words=previous_words(self_rnn, **kw))},
+            "self-attentive": {"es-en": cell("w-es-en-self-attentive",
+                                             previous_words=previous_words(self_attentive, **kw))}}
 
 
 def trees_only(**kw):
@@ -377,18 +362,19 @@ def without(cell: dict, key: str) -> dict:
 
 
 @pytest.mark.parametrize("name, ours, message", [
-    ("werlen2018-table1", {"smt": {"en-zh": bleu(1.0)}}, r"cells\.smt: unknown row"),
-    ("werlen2018-table1", {"baseline": {"en-de": bleu(1.0)}}, r"cells\.baseline\.en-de: unknown column"),
+    ("werlen2018-table1", {"smt": {"en-zh": bleu_cell(1.0)}}, r"cells\.smt: unknown row"),
+    ("werlen2018-table1", {"baseline": {"en-de": bleu_cell(1.0)}}, r"cells\.baseline\.en-de: unknown column"),
     ("werlen2018-table1", {"baseline": {"en-zh": {"system": "s"}}}, r"cells\.baseline\.en-zh\.bleu: missing"),
-    ("werlen2018-table1", {"mean": {"es-en": bleu(1.0, params=1.5)}}, r"cells\.mean\.es-en\.params: expected int"),
-    ("werlen2018-table1", {"mean": {"es-en": bleu("27.1")}}, r"cells\.mean\.es-en\.bleu: expected float"),
-    ("werlen2018-table2", {"memory": {"nt16": bleu(1.0)}}, r"cells\.memory\.nt16: unknown column"),
-    ("werlen2018-table2", {"memory": {"nt14": bleu(1.0, params=5)}}, r"cells\.memory\.nt14\.params: unknown key"),
-    ("werlen2018-table3", {"memory": {"nt14": bleu(1.0)}}, r"cells\.memory: unknown row"),
-    ("werlen2018-table3", {"mean": {"nt14": {**bleu(1.0), "p_value": 0.01}}}, r"cells\.mean\.nt14\.delta: missing"),
-    ("werlen2018-table3", {"mean": {"nt14": bleu(1.0, p_value=1.5, delta=0.1, baseline=1.0)}},
+    ("werlen2018-table1", {"mean": {"es-en": bleu_cell(1.0, params=1.5)}}, r"cells\.mean\.es-en\.params: expected int"),
+    ("werlen2018-table1", {"mean": {"es-en": bleu_cell("27.1")}}, r"cells\.mean\.es-en\.bleu: expected float"),
+    ("werlen2018-table2", {"memory": {"nt16": bleu_cell(1.0)}}, r"cells\.memory\.nt16: unknown column"),
+    ("werlen2018-table2", {"memory": {"nt14": bleu_cell(1.0, params=5)}}, r"cells\.memory\.nt14\.params: unknown key"),
+    ("werlen2018-table3", {"memory": {"nt14": bleu_cell(1.0)}}, r"cells\.memory: unknown row"),
+    ("werlen2018-table3", {"mean": {"nt14": {**bleu_cell(1.0), "p_value": 0.01}}},
+     r"cells\.mean\.nt14\.delta: missing"),
+    ("werlen2018-table3", {"mean": {"nt14": bleu_cell(1.0, p_value=1.5, delta=0.1, baseline=1.0)}},
      r"cells\.mean\.nt14\.p_value: expected a probability"),
-    ("werlen2018-table4", {"self-attentive": {"en-zh": bleu(1.0)}}, r"cells\.self-attentive: unknown row"),
+    ("werlen2018-table4", {"self-attentive": {"en-zh": bleu_cell(1.0)}}, r"cells\.self-attentive: unknown row"),
     ("werlen2018-table5", {"memory": {"en-zh": {"ranking": ranking("en-zh")}}}, r"cells\.memory: unknown row"),
     ("werlen2018-table5", {**BLANK5, "mean": {"en-zh": {"ranking": without(ranking("en-zh"), "tally")}}},
      r"cells\.mean\.en-zh\.ranking: missing 'tally'"),

@@ -16,7 +16,7 @@ from pipeline.errors import PipelineError
 from pipeline.models.registry import build_model, count_parameters, init_from
 from pipeline.recipe import Recipe
 from pipeline.train import CurveLog, fit, seed_everything
-from train_helpers import equal_weights, read_curve, toy, toy_fit  # toy: a fixture
+from train_helpers import equal_weights, read_curve, toy_fit
 
 
 def _model(spec: dict, vocab_size: int):

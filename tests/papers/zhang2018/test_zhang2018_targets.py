@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from workspace import make_workspace, paper_targets, project_params, read_table, run, toy_project_params
+from workspace import make_workspace, paper_targets, project_params, read_table, run, toy_zhang2018_params
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
@@ -40,21 +40,8 @@ TOY_TARGETS = ["results/zhang2018/table1.tsv", "results/zhang2018/table4.tsv", "
                "results/zhang2018/fig4.tsv"]
 
 
-def _toy_params() -> tuple[dict, dict]:
-    """The project's zhang2018 params on toy corpora, smaller still; the alignment corpus stays the reorder grammar."""
-    shared, papers = toy_project_params()
-    zhang = papers["zhang2018"]
-    zhang["corpora"]["rn-reorder"]["source"] = "toy-reorder"
-    for model in zhang["models"].values():
-        model.update(embed=16, hidden=16, dropout=0.0)
-        if model.get("encoder") == "rnmt":
-            model.update(rn_channels=[4] * len(model["rn_widths"]), rn_hidden=8)
-    zhang["figures"]["zhang2018-fig3"]["analyses"]["length"]["bins"] = [[0, 5], [5, 8], [8, None]]
-    return shared, {"zhang2018": zhang}
-
-
 def test_tables_1_4_and_figures_3_4_build_on_toy_corpora(tmp_path):
-    ws = make_workspace(tmp_path / "ws", *_toy_params())
+    ws = make_workspace(tmp_path / "ws", *toy_zhang2018_params())
     run(["snakemake", *PROFILE, "--", *TOY_TARGETS], ws, timeout=900)
     results, art = ws / "results/zhang2018", ws / "artifacts/tiny"
 

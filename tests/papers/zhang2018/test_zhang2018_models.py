@@ -1,10 +1,10 @@
 """zhang2018's models by hand: the RNNsearch decoder (eq. 2-5), the maxout readout of RNNsearch*, the relation layer
 (CNN eq. 7 with BatchNorm over the real positions, graph propagation eq. 8-9, MLP eq. 10), the RNMT encoder's order
 (eq. 11-12), padding that never reaches a real position, and the paper-scale parameter counts against sec. 5.3's
-"only 4.1M parameters more". The invariants every model keeps run on these variants in tests/test_models.py."""
+"only 4.1M parameters more". The invariants every model keeps run on these variants in tests/models/test_models.py."""
 import pytest
 import torch
-from test_werlen2018_models import attention_by_hand, gru_by_hand
+from by_hand import attention_by_hand, gru_by_hand
 from torch import nn
 
 from pipeline.errors import PipelineError

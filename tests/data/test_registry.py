@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import json
 import logging
+import re
 import tarfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from sacrebleu.dataset import DATASETS
 
 from pipeline.data import registry
 from pipeline.data.registry import CorpusSpec, fetch_corpus, fetch_spec, get_corpus
+from pipeline.data.remote import REMOTE_TASKS
 from pipeline.data.remote.build import build_remote
 from pipeline.data.remote.entries import ManualFile, Member, ParallelPart, RemoteFile, RemoteTask, SacrebleuSet, part
 from pipeline.data.remote.wmt import WMT17PP_EN_DE
@@ -176,9 +178,19 @@ def test_registry_names_and_paper_entries():
     names = set(registry.CORPORA)
     assert {"toy-copy", "toy-reverse", "toy-reorder", "wmt14-en-de", "wmt14-de-en", "wmt17-zh-en",
             "wmt17-en-zh", "l10n-en-de", "l10n-zh-en"} <= names
-    assert all(n.startswith(("toy-", "wmt", "nist", "unpc-", "wikilm-", "l10n-", "standin-", "cnndm", "personachat",
-                             "ldc-", "wmt17pp-", "wmt16b-", "aspec-"))
-               for n in names)
+    # every name says what its entry builds, so that a new entry needs no edit here: lowercase words joined by
+    # hyphens; toy-<task>; <family>-<src>-<tgt> for a translation direction, in its task's languages
+    for name, spec in registry.CORPORA.items():
+        assert spec.name == name and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name), name
+        if spec.kind == "synthetic":
+            assert name.endswith(f"-{spec.synthetic_task}"), name
+        elif spec.kind != "generation":  # a generation corpus's "languages" are file suffixes (doc->sum, ctx->rsp)
+            family = name.removesuffix(f"-{spec.src}-{spec.tgt}")
+            assert family != name and "-" not in family, f"{name}: not <family>-{spec.src}-{spec.tgt}"
+            assert spec.task is None or {spec.src, spec.tgt} == set(spec.task.langs), name
+    # no direction of a remote task is lost to another's name
+    assert sum(spec.kind == "remote" for spec in registry.CORPORA.values()) == sum(
+        2 if task.both_directions else 1 for task in REMOTE_TASKS.values())
     ende, deen = get_corpus("wmt14-en-de"), get_corpus("wmt14-de-en")
     assert (ende.src, ende.tgt, deen.src, deen.tgt) == ("en", "de", "de", "en") and ende.task is deen.task
     assert [p.name for p in ende.task.train] == ["europarl-v7", "commoncrawl", "news-commentary-v9"]

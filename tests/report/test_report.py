@@ -1,10 +1,11 @@
 """Shared report code: the layout registry, the generic Table, transcribed-cell checks, format helpers, and no
 paper named in shared code."""
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from cells import facts, significance
+from workspace import ROOT
 
 from pipeline.errors import PipelineError
 from pipeline.report import layouts
@@ -14,7 +15,6 @@ from pipeline.report.layouts import LAYOUTS, build, load_papers, register_layout
 from pipeline.report.reported import NA, Cell, ReportedTable, Row, pick
 from pipeline.report.table import Table, write_table
 
-ROOT = Path(__file__).resolve().parents[1]
 PAPERS = ("hao2019", "zeng2021")
 
 
@@ -137,11 +137,9 @@ def test_reported_table_lookups():
 
 
 # ------------------------------------------------------------------ format helpers
-FACTS = {"scale": "tiny", "corpora": {"en-de": "l10n-en-de", "dialogue": "standin-dialogue"},
-         "corpus_descriptions": {"en-de": "catalogues", "dialogue": "next string of a catalogue"},
-         "test_sets": {"en-de": "test", "dialogue": "test"},
-         "signatures": {"bleu": {"en-de": "tok:13a"}},
-         "significance": {"value": "bleu", "test": "paired_bootstrap", "n_samples": 1000, "seed": 7}}
+FACTS = facts({"en-de": "l10n-en-de", "dialogue": "standin-dialogue"},
+              corpus_descriptions={"en-de": "catalogues", "dialogue": "next string of a catalogue"},
+              signatures={"bleu": {"en-de": "tok:13a"}}, significance=significance("paired_bootstrap", seed=7))
 
 
 def test_param_formats_and_labels():

@@ -10,7 +10,7 @@ import torch
 from pipeline.data.vocab import BOS, EOS, PAD
 from pipeline.recipe import Recipe
 from pipeline.train import build_optimizer, build_scheduler, fit, lr_at
-from train_helpers import Aligned, read_curve, toy, toy_fit  # toy: a fixture
+from train_helpers import Aligned, read_curve, toy_fit
 
 
 # ------------------------------------------------------------------------------------------ schedules

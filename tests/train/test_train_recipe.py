@@ -2,15 +2,12 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from workspace import ROOT
 
 from pipeline.errors import PipelineError
 from pipeline.recipe import Recipe
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 
 def test_recipe_validation_names_the_key():

@@ -12,6 +12,7 @@ from pathlib import Path
 import polib
 import pytest
 from loopback import make_tgz, sha256
+from workspace import ROOT
 
 from pipeline.data import generation
 from pipeline.data.generation import (CNNDM, PERSONACHAT, STANDIN_DIALOGUE, STANDIN_SUMMARIZATION, build_archive,
@@ -24,9 +25,8 @@ from pipeline.errors import PipelineError
 from pipeline.evaluate.rouge import meteor_unavailable_reason
 from pipeline.fileio import read_lines
 
-ROOT = Path(__file__).resolve().parent.parent
 
-# ROUGE itself is rouge-score's (tests/test_metrics.py); METEOR's absence is stated.
+# ROUGE itself is rouge-score's (tests/evaluate/test_metrics.py); METEOR's absence is stated.
 
 
 def test_meteor_reason_names_what_is_missing():

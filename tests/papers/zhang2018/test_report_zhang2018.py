@@ -3,6 +3,7 @@ paper's and our '*' marks, |Θ| differences, AER in %), deterministic figures, b
 import hashlib
 
 import pytest
+from cells import bleu_cell, cell, facts, significance
 
 from pipeline.errors import PipelineError
 from pipeline.papers.zhang2018 import figures as f
@@ -12,22 +13,10 @@ from pipeline.report.figures import save_figure
 from pipeline.report.layouts import build
 
 CI = "nrefs:4|case:lc|eff:no|tok:none|smooth:none|version:2.6.0"
-FACTS = {
-    "scale": "tiny",
-    "corpora": {c: "l10n-zh-en" for c in ("mt03", "mt04", "mt05", "mt06")} | {"align": "toy-reorder"},
-    "test_sets": {"mt03": "test", "mt04": "test-mt04", "mt05": "test-mt05", "mt06": "test-mt06", "align": "test"},
-    "signatures": {"bleu": {c: CI for c in ("mt03", "mt04", "mt05", "mt06", "align")}},
-    "significance": {"value": "bleu", "test": "collins_sign_test", "n_samples": 1000, "seed": 12345},
-}
-
-
-def cell(bleu, params=None, p_value=None, baseline=None):
-    out = {"system": "sys", "bleu": bleu}
-    if params is not None:
-        out["params"] = params
-    if p_value is not None:
-        out.update(p_value=p_value, delta=bleu - baseline, baseline={"bleu": baseline})
-    return out
+FACTS = facts({c: "l10n-zh-en" for c in ("mt03", "mt04", "mt05", "mt06")} | {"align": "toy-reorder"},
+              test_sets={"mt04": "test-mt04", "mt05": "test-mt05", "mt06": "test-mt06"},
+              signatures={"bleu": {c: CI for c in ("mt03", "mt04", "mt05", "mt06", "align")}},
+              significance=significance("collins_sign_test"))
 
 
 def test_transcribed_numbers():
@@ -48,12 +37,13 @@ def test_transcribed_numbers():
 
 
 def test_table1_averages_marks_and_sizes():
-    cells = {"rnnsearch": {c: cell(10.0 + k, params=1_000_000) for k, c in enumerate(("mt03", "mt04", "mt05", "mt06"))},
-             "rnnsearch-star": {c: cell(12.0, params=1_100_000) for c in ("mt03", "mt04", "mt05", "mt06")},
-             "rnmt": {"mt03": cell(13.0, 1_150_000, p_value=0.001, baseline=12.0),
-                      "mt04": cell(12.5, 1_150_000, p_value=0.02, baseline=12.0),
-                      "mt05": cell(11.0, 1_150_000, p_value=0.001, baseline=12.0),
-                      "mt06": cell(12.5, 1_150_000, p_value=0.5, baseline=12.0)}}
+    cells = {"rnnsearch": {c: bleu_cell(10.0 + k, params=1_000_000)
+                           for k, c in enumerate(("mt03", "mt04", "mt05", "mt06"))},
+             "rnnsearch-star": {c: bleu_cell(12.0, params=1_100_000) for c in ("mt03", "mt04", "mt05", "mt06")},
+             "rnmt": {"mt03": bleu_cell(13.0, 1_150_000, p_value=0.001, baseline=12.0),
+                      "mt04": bleu_cell(12.5, 1_150_000, p_value=0.02, baseline=12.0),
+                      "mt05": bleu_cell(11.0, 1_150_000, p_value=0.001, baseline=12.0),
+                      "mt06": bleu_cell(12.5, 1_150_000, p_value=0.5, baseline=12.0)}}
     table, figure = build("zhang2018-table1", cells, FACTS)
     assert figure is None
     rows = {row[0]: row for row in table.rows}
@@ -66,13 +56,13 @@ def test_table1_averages_marks_and_sizes():
         "+4.1M" in text
     assert "the sign test of Collins et al. (2005), one-tailed" in text
     assert "MT03, MT04, MT05, MT06 are consecutive parts of its one held-out test split" in text
-    incomplete = {"rnmt": {"mt03": cell(13.0)}}
+    incomplete = {"rnmt": {"mt03": bleu_cell(13.0)}}
     assert {row[0]: row for row in build("zhang2018-table1", incomplete, FACTS)[0].rows}["RNMT"][-1] == ""
 
 
 def test_table4_aer_in_percent_and_the_standin_named():
     alignment = {"aer": 0.25, "precision": 0.7, "recall": 0.8125, "sentences": 200, "links": 10, "sure": 8}
-    cells = {"rnmt": {"align": {"system": "s", "bleu": 50.0, "alignment": alignment}}}
+    cells = {"rnmt": {"align": cell("s", bleu=50.0, alignment=alignment)}}
     table, _ = build("zhang2018-table4", cells, FACTS)
     assert table.rows[1] == ["RNMT", "24.12", "50.00", "45.66", "25.00", "70.00", "81.25"]
     assert table.rows[0][2] == "" and table.rows[0][3] == "46.76"

@@ -4,6 +4,7 @@ import hashlib
 
 import numpy as np
 import pytest
+from cells import cell, facts, significance
 from matplotlib.image import imread
 
 from pipeline.errors import PipelineError
@@ -21,33 +22,24 @@ from pipeline.report.layouts import LAYOUTS, build
 SACRE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 TOK = "multi-bleu|nrefs:1|case:mixed|eff:no|tok:none|smooth:none|version:2.6.0"
 COLUMNS = ("en-de", "en-fr", "summarization", "dialogue")
-FACTS = {
-    "table": "zeng2021-table1", "scale": "tiny", "columns": sorted(COLUMNS),
-    "corpora": {"en-de": "toy-de", "en-fr": "toy-fr", "summarization": "toy-sum", "dialogue": "toy-chat"},
-    "corpus_descriptions": {c: f"a toy {c} corpus" for c in COLUMNS},
-    "test_sets": {c: "test" for c in COLUMNS},
-    "signatures": {"bleu": {"en-de": TOK, "en-fr": TOK}, "sacrebleu": {"en-de": SACRE, "en-fr": SACRE}},
-    "significance": {"value": "sacrebleu", "test": "paired_bootstrap", "n_samples": 1000, "seed": 12345},
-    "device": "cpu x 1 process(es)",
-    "analyses": {"speed": {"sentences": 200, "batch_sizes": [10, 100], "beams": [1, 4, 8], "repeats": 3},
-                 "attention": {"sentences": 400, "bins": 2}, "patterns": {"size": 2},
-                 "length": {"by": ["source", "target"], "bins": [[0, 10], [10, None]]}},
-}
+FACTS = facts({"en-de": "toy-de", "en-fr": "toy-fr", "summarization": "toy-sum", "dialogue": "toy-chat"},
+              table="zeng2021-table1", columns=sorted(COLUMNS),
+              corpus_descriptions={c: f"a toy {c} corpus" for c in COLUMNS},
+              signatures={"bleu": {"en-de": TOK, "en-fr": TOK}, "sacrebleu": {"en-de": SACRE, "en-fr": SACRE}},
+              significance=significance("paired_bootstrap", value="sacrebleu"), device="cpu x 1 process(es)",
+              analyses={"speed": {"sentences": 200, "batch_sizes": [10, 100], "beams": [1, 4, 8], "repeats": 3},
+                        "attention": {"sentences": 400, "bins": 2}, "patterns": {"size": 2},
+                        "length": {"by": ["source", "target"], "bins": [[0, 10], [10, None]]}})
 
 
 def mt(bleu, sacrebleu, p_value=None, params=None, reference=None, delta=None):
-    """A Tables 1-3 cell; with a p-value, the significance fields against `reference` (TransF's cell)."""
-    cell = {"system": "sys", "bleu": bleu, "sacrebleu": sacrebleu}
-    if params is not None:
-        cell["params"] = params
-    if p_value is not None:
-        reference = reference or {"bleu": bleu, "sacrebleu": sacrebleu}
-        cell.update(p_value=p_value, baseline=dict(reference),
-                    delta=sacrebleu - reference["sacrebleu"] if delta is None else delta)
-    return cell
+    """A Tables 1-3 cell; with a p-value, the significance fields against `reference` (TransF's cell; by default its
+    own values), delta on SacreBLEU (the value zeng2021 tests)."""
+    return cell(bleu=bleu, sacrebleu=sacrebleu, params=params, p_value=p_value, delta=delta, value="sacrebleu",
+                baseline=reference or {"bleu": bleu, "sacrebleu": sacrebleu})
 
 
-def cell(table, row_id, col):
+def printed(table, row_id, col):
     """Printed value of a reported cell."""
     return table.row(row_id).cells[col].bleu
 
@@ -57,11 +49,11 @@ def test_table1_transcription_spot_checks():
     b, s = ZENG2021_TABLE1_BLEU, ZENG2021_TABLE1_SACREBLEU
     assert b.pairs == ZENG2021_PAIRS + ("average",)
     assert [r.row_id for r in b.rows] == ["transf", "hcsa", "synr", "ran-e", "ran-d", "ran-all"]
-    assert [cell(b, r.row_id, "en-de") for r in b.rows] == ["27.70", "26.94", "27.17", "27.42", "28.18", "27.66"]
-    assert [cell(s, r.row_id, "tr-en") for r in s.rows] == ["16.60", "16.90", "16.10", "17.30", "17.60", "17.30"]
-    assert cell(b, "ran-d", "zh-en") == "48.69" and cell(s, "ran-d", "zh-en") is None
-    assert (cell(b, "transf", "average"), cell(s, "ran-d", "average")) == ("26.69", "23.11")
-    assert cell(b, "ran-all", "en-fr") == "42.05" and cell(s, "hcsa", "en-lv") == "15.60"
+    assert [printed(b, r.row_id, "en-de") for r in b.rows] == ["27.70", "26.94", "27.17", "27.42", "28.18", "27.66"]
+    assert [printed(s, r.row_id, "tr-en") for r in s.rows] == ["16.60", "16.90", "16.10", "17.30", "17.60", "17.30"]
+    assert printed(b, "ran-d", "zh-en") == "48.69" and printed(s, "ran-d", "zh-en") is None
+    assert (printed(b, "transf", "average"), printed(s, "ran-d", "average")) == ("26.69", "23.11")
+    assert printed(b, "ran-all", "en-fr") == "42.05" and printed(s, "hcsa", "en-lv") == "15.60"
     assert ("bleu", "ran-d", "zh-en") in ZENG2021_TABLE1_DAGGERS
     assert ("sacrebleu", "ran-d", "zh-en") not in ZENG2021_TABLE1_DAGGERS
     assert ("sacrebleu", "ran-all", "en-fi") in ZENG2021_TABLE1_DAGGERS
@@ -77,14 +69,14 @@ def test_table1_printed_averages_are_the_mean_of_the_printed_values():
 
 
 def test_tables_2_to_4_transcription():
-    assert cell(ZENG2021_TABLE2_SACREBLEU, "transf", "en-de") == "27.12"
-    assert cell(ZENG2021_TABLE2_SACREBLEU, "-pos-e", "en-de") == "12.90"
-    assert [cell(ZENG2021_TABLE3_BLEU, r, "en-fr") for r in ("ran-all", "fixed", "no-ln-res")] == [
+    assert printed(ZENG2021_TABLE2_SACREBLEU, "transf", "en-de") == "27.12"
+    assert printed(ZENG2021_TABLE2_SACREBLEU, "-pos-e", "en-de") == "12.90"
+    assert [printed(ZENG2021_TABLE3_BLEU, r, "en-fr") for r in ("ran-all", "fixed", "no-ln-res")] == [
         "42.05", "41.93", "41.14"]
     assert [r.row_id for r in ZENG2021_TABLE4_SUMMARIZATION.rows] == ["transf", "synr", "ran-e", "ran-d", "ran-all"]
-    assert cell(ZENG2021_TABLE4_SUMMARIZATION, "ran-e", "rougeL") == "36.62"
-    assert cell(ZENG2021_TABLE4_DIALOGUE, "ran-all", "bleu4") == "3.50"
-    assert cell(ZENG2021_TABLE4_DIALOGUE, "synr", "meteor") == "7.74"
+    assert printed(ZENG2021_TABLE4_SUMMARIZATION, "ran-e", "rougeL") == "36.62"
+    assert printed(ZENG2021_TABLE4_DIALOGUE, "ran-all", "bleu4") == "3.50"
+    assert printed(ZENG2021_TABLE4_DIALOGUE, "synr", "meteor") == "7.74"
     assert reported("table2-bleu") is REPORTED["table2-bleu"]
     with pytest.raises(PipelineError, match="zeng2021: no reported 'table9'"):
         reported("table9")
@@ -201,7 +193,7 @@ def test_table3_deltas_against_ran_all_without_marks():
 
 def task(**values):
     """A Table 4 cell: every value the table asks for (rouge1, rouge2, rougeL, bleu4)."""
-    return {"system": "sys", "rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0, "bleu4": 0.0, **values}
+    return cell(**{"rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0, "bleu4": 0.0, **values})
 
 
 def test_table4_meteor_na_with_reason_and_standin_label():
@@ -232,7 +224,7 @@ def speed(factor):
     """A speed analysis: rates at beam 4 for batch 10, 100 and at batch 100 for beams 1, 8."""
     rows = ([{"batch_size": b, "beam": 4, "tokens_per_s": factor * b, "threads": 1} for b in (10, 100)]
             + [{"batch_size": 100, "beam": k, "tokens_per_s": factor * 100 / k} for k in (1, 8)])
-    return {"system": "sys", "speed": {"rows": rows, "sentences": 200, "device": "cpu"}}
+    return cell(speed={"rows": rows, "sentences": 200, "device": "cpu"})
 
 
 def side(entropy, js_off=0.1):
@@ -243,8 +235,7 @@ def side(entropy, js_off=0.1):
 
 def attention(entropy):
     """cells[row]["en-de"] for Figures 4, 5, 7."""
-    return {"system": "sys",
-            "attention": {"enc": side(entropy), "dec": side(entropy + 1, 0.25), "n_sentences": 5, "bins": 2}}
+    return cell(attention={"enc": side(entropy), "dec": side(entropy + 1, 0.25), "n_sentences": 5, "bins": 2})
 
 
 def bins(first, n=3):
@@ -252,9 +243,9 @@ def bins(first, n=3):
     return [{"bin": "(0, 10]", "bleu": first, "n": n}, {"bin": "> 10", "bleu": None, "n": 0}]
 
 
-PATTERNS = {"ran-all": {"en-de": {"system": "sys", "patterns": {
+PATTERNS = {"ran-all": {"en-de": cell(patterns={
     "enc": [[[0.5, 0.5], [0.2, 0.8]], [[1.0, 0.0], [0.0, 1.0]]],
-    "dec": [[[1.0, 0.0], [0.9, 0.1]]]}}}}
+    "dec": [[[1.0, 0.0], [0.9, 0.1]]]})}}
 
 
 def test_fig3_rates_and_ratios():
@@ -313,8 +304,8 @@ def test_fig6_pattern_summary():
 
 
 def test_fig8_bins_table():
-    ours = {"transf": {"en-de": {"system": "sys", "length": {"source": bins(10.0), "target": bins(11.0)}}},
-            "ran-d": {"en-de": {"system": "sys", "length": {"source": bins(12.5), "target": bins(9.0)}}}}
+    ours = {"transf": {"en-de": cell(length={"source": bins(10.0), "target": bins(11.0)})},
+            "ran-d": {"en-de": cell(length={"source": bins(12.5), "target": bins(9.0)})}}
     table, _ = zf.fig8(ours, FACTS)
     assert any(line.startswith("bins (our choice): (0, 10], > 10;") for line in table.footer)
     assert table.rows == [["source", "(0, 10]", "3", "10.00", "", "12.50", ""],
@@ -352,7 +343,7 @@ def test_fig8_bins_table():
     ("zeng2021-fig6", {"ran-all": {"en-de": {"patterns": {"enc": [[[1.0, 0.0]]], "dec": [[[1.0]]]}}}},
      r"cells\.ran-all\.en-de\.patterns\.enc\[0\]\[0\]: expected a list of 1 values"),
     ("zeng2021-fig8",
-     {"ran-e": {"en-de": {"system": "sys", "length": {"source": bins(5.0, n=0), "target": bins(1.0)}}}},
+     {"ran-e": {"en-de": cell(length={"source": bins(5.0, n=0), "target": bins(1.0)})}},
      r"cells\.ran-e\.en-de\.length\.source\[0\]\.bleu: expected None for an empty bin"),
 ])
 def test_bad_cells_name_the_key(name, ours, message):
@@ -361,8 +352,8 @@ def test_bad_cells_name_the_key(name, ours, message):
 
 
 def test_models_must_agree_on_bins_and_depth():
-    ours = {"transf": {"en-de": {"system": "sys", "length": {"source": bins(1.0), "target": bins(1.0)}}},
-            "ran-all": {"en-de": {"system": "sys", "length": {"source": bins(1.0, n=4), "target": bins(1.0)}}}}
+    ours = {"transf": {"en-de": cell(length={"source": bins(1.0), "target": bins(1.0)})},
+            "ran-all": {"en-de": cell(length={"source": bins(1.0, n=4), "target": bins(1.0)})}}
     with pytest.raises(PipelineError, match=r"cells\.ran-all\.en-de\.length\.source: bins or sentence counts differ"):
         zf.fig8(ours, FACTS)
     deeper = attention(1.0)
@@ -401,7 +392,7 @@ FIGURE_INPUTS = {
     "zeng2021-fig5": {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}},
     "zeng2021-fig6": PATTERNS,
     "zeng2021-fig7": {"transf": {"en-de": attention(1.0)}, "ran-all": {"en-de": attention(2.0)}},
-    "zeng2021-fig8": {"transf": {"en-de": {"system": "sys", "length": {"source": bins(10.0), "target": bins(11.0)}}}},
+    "zeng2021-fig8": {"transf": {"en-de": cell(length={"source": bins(10.0), "target": bins(11.0)})}},
 }
 
 

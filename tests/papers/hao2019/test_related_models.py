@@ -39,7 +39,7 @@ def baseline(seed=1):
 @pytest.mark.parametrize("name", VARIANTS)
 def test_the_option_changes_the_model(name):
     """Same seed, same weights where shared: the option alone changes the logits (the invariants themselves,
-    incremental = full pass, causality and padding, run for these variants in tests/test_models.py)."""
+    incremental = full pass, causality and padding, run for these variants in tests/models/test_models.py)."""
     src, tgt = batch()
     with torch.no_grad():
         assert (make(name)(src, tgt) - baseline(seed=0)(src, tgt)).abs().max().item() > 1e-3

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from model_variants import Recompute, sources
 
 from pipeline.data.vocab import BOS, EOS
 from pipeline.ensemble import Ensemble
@@ -39,16 +40,6 @@ def first_model(name, wanted, vocab=13, seeds=range(10)):
         if wanted(model):
             return model
     raise AssertionError(f"{name}: no seed in {seeds} gives a model with the property the test needs")
-
-
-def sources(vocab, lengths=(4, 2, 6), seed=3):
-    """Right-padded sources [3,6], EOS last."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
-    for i, n in enumerate(lengths):
-        src[i, :n - 1] = torch.randint(4, vocab, (n - 1,), generator=g)
-        src[i, n - 1] = EOS
-    return src
 
 
 class TableModel(Seq2Seq):
@@ -239,20 +230,6 @@ def test_beam_one_equals_greedy(name):
     model = first_model(name, lambda m: max(len(h) for h in greedy(m, src, max_len_a=1.0, max_len_b=4)) >= 3)
     out = greedy(model, src, max_len_a=1.0, max_len_b=4)
     assert beam_search(model, src, beam=1, max_len_a=1.0, max_len_b=4) == out
-
-
-class Recompute(Seq2Seq):
-    """A wrapper without incremental state: every step reruns the wrapped model's full forward pass."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def encode(self, src):
-        return {"src": src}
-
-    def decode_step(self, prev_tokens, memory, state):
-        return self.model(memory["src"], prev_tokens)[:, -1], {}
 
 
 @pytest.mark.parametrize("name", ARCHS)

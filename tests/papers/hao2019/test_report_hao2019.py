@@ -4,6 +4,7 @@ import hashlib
 
 import numpy as np
 import pytest
+from cells import bleu_cell, cell, facts, significance
 from matplotlib.image import imread
 
 from pipeline.errors import PipelineError
@@ -16,18 +17,13 @@ from pipeline.report.layouts import LAYOUTS, build
 from pipeline.report.reported import Cell
 
 SIG = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
-FACTS = {
-    "table": "hao2019-table3", "scale": "tiny", "columns": ["en-de", "zh-en"],
-    "corpora": {"zh-en": "toy-zh", "en-de": "toy-de"},
-    "corpus_descriptions": {"zh-en": "a toy Zh-En corpus", "en-de": "a toy En-De corpus"},
-    "test_sets": {"zh-en": "test", "en-de": "test"},
-    "signatures": {"bleu": {"zh-en": SIG, "en-de": SIG}},
-    "significance": {"value": "bleu", "test": "paired_bootstrap", "n_samples": 1000, "seed": 12345},
-    "device": "cpu x 1 process(es)",
-    "analyses": {"probing": {"corpus": "en-de", "max_per_task": 6000, "seed": 1, "epochs": 100, "hidden": 0,
-                             "lr": 0.01},
-                 "length": {"by": ["source"], "bins": [[0, 15], [15, 30], [30, 45], [45, None]]}},
-}
+FACTS = facts({"zh-en": "toy-zh", "en-de": "toy-de"}, table="hao2019-table3", columns=["en-de", "zh-en"],
+              corpus_descriptions={"zh-en": "a toy Zh-En corpus", "en-de": "a toy En-De corpus"},
+              signatures={"bleu": {"zh-en": SIG, "en-de": SIG}}, significance=significance("paired_bootstrap"),
+              device="cpu x 1 process(es)",
+              analyses={"probing": {"corpus": "en-de", "max_per_task": 6000, "seed": 1, "epochs": 100, "hidden": 0,
+                                    "lr": 0.01},
+                        "length": {"by": ["source"], "bins": [[0, 15], [15, 30], [30, 45], [45, None]]}})
 COMMON = [
     "# scale: tiny",
     "# corpora: En-De: toy-de",
@@ -38,16 +34,6 @@ COMMON = [
     "# continued (control): ours, not in the paper: the baseline trained on for as many extra steps as the rows "
     "fine-tuned from it, so that every row has trained as long; marked against the baseline like the proposed rows",
 ]
-
-
-def system(bleu, params=None, p=None, delta=None, baseline=None, **values):
-    """A cell as pipeline/report/cells.py hands it: values, the system's name, significance fields if tested."""
-    cell = {"system": "sys", "bleu": bleu, **values}
-    if params is not None:
-        cell["params"] = params
-    if p is not None:
-        cell.update(p_value=p, delta=bleu - baseline["bleu"] if delta is None else delta, baseline=baseline)
-    return cell
 
 
 def paper_line(table: str) -> str:
@@ -113,14 +99,14 @@ def test_probing_task_names_are_checked_by_the_paper():
 BASE_ZH, BASE_DE = {"bleu": 21.234, "params": 107_912_345}, {"bleu": 26.5, "params": 88_012_000}
 BIG_DE = {"bleu": 27.0, "params": 264_100_000}
 CELLS3 = {
-    "base": {"zh-en": system(21.234, 107_912_345), "en-de": system(26.5, 88_012_000)},
-    "base-cont": {"zh-en": system(21.5, 107_912_345, p=0.2, baseline=BASE_ZH),
-                  "en-de": system(26.0, 88_012_000, p=0.001, baseline=BASE_DE)},  # worse: no mark
-    "base+biarn": {"zh-en": system(22.01, 117_312_345, p=0.001, baseline=BASE_ZH),
-                   "en-de": system(26.9, 97_412_000, p=0.03, baseline=BASE_DE)},
-    "big": {"en-de": system(27.0, 264_100_000)},
-    "big-cont": {"en-de": system(27.2, 264_100_000, p=0.04, baseline=BIG_DE)},
-    "big+biarn": {"en-de": system(27.456, 333_500_000, p=0.2, baseline=BIG_DE)},
+    "base": {"zh-en": bleu_cell(21.234, 107_912_345), "en-de": bleu_cell(26.5, 88_012_000)},
+    "base-cont": {"zh-en": bleu_cell(21.5, 107_912_345, p_value=0.2, baseline=BASE_ZH),
+                  "en-de": bleu_cell(26.0, 88_012_000, p_value=0.001, baseline=BASE_DE)},  # worse: no mark
+    "base+biarn": {"zh-en": bleu_cell(22.01, 117_312_345, p_value=0.001, baseline=BASE_ZH),
+                   "en-de": bleu_cell(26.9, 97_412_000, p_value=0.03, baseline=BASE_DE)},
+    "big": {"en-de": bleu_cell(27.0, 264_100_000)},
+    "big-cont": {"en-de": bleu_cell(27.2, 264_100_000, p_value=0.04, baseline=BIG_DE)},
+    "big+biarn": {"en-de": bleu_cell(27.456, 333_500_000, p_value=0.2, baseline=BIG_DE)},
 }
 EXPECTED_TSV3 = tsv(
     ["System", "Architecture",
@@ -164,10 +150,10 @@ def test_table3_without_our_results_keeps_paper_columns():
                                               (0.03, -0.4, ""), (0.2, 0.4, ""), (0.001, 0.0, "")])
 def test_a_worse_system_gets_no_mark(p, delta, expected):
     base = {"bleu": 20.4, "params": 1_000_000}
-    cells = {"base": {"en-de": system(20.4, 1_000_000)},
-             "base+biarn": {"en-de": system(20.0, 1_100_000, p=p, delta=delta, baseline=base)}}
+    cells = {"base": {"en-de": bleu_cell(20.4, 1_000_000)},
+             "base+biarn": {"en-de": bleu_cell(20.0, 1_100_000, p_value=p, delta=delta, baseline=base)}}
     assert table3(cells, FACTS).rows[6][9] == f"20.00{expected}"
-    assert table4({"biarn": {"en-de": system(20.0, p=p, delta=delta, baseline=base)}}, FACTS).rows[5][3] == \
+    assert table4({"biarn": {"en-de": bleu_cell(20.0, p_value=p, delta=delta, baseline=base)}}, FACTS).rows[5][3] == \
         f"20.00{expected}"
 
 
@@ -188,12 +174,12 @@ def test_facts_per_column_and_missing_keys():
 
 @pytest.mark.parametrize("cells,key", [
     ({"huge": {}}, r"cells\.huge: unknown row"),
-    ({"base": {"fr-en": system(1.0)}}, r"cells\.base\.fr-en: unknown column"),
+    ({"base": {"fr-en": bleu_cell(1.0)}}, r"cells\.base\.fr-en: unknown column"),
     ({"vaswani2017-base": {}}, r"cells\.vaswani2017-base: unknown row"),  # the paper's citations: its numbers only
     ({"base": {"zh-en": {"params": 5}}}, r"cells\.base\.zh-en\.bleu: missing"),
     ({"base": {"zh-en": {"bleu": "high"}}}, r"cells\.base\.zh-en\.bleu: expected float"),
     ({"base": {"zh-en": {"bleu": 1.0, "chrf": 2.0}}}, r"cells\.base\.zh-en\.chrf: unknown key"),
-    ({"base+biarn": {"zh-en": system(1.0, p=1.5, baseline={"bleu": 1.0})}}, r"cells\.base\+biarn\.zh-en\.p_value"),
+    ({"base+biarn": {"zh-en": bleu_cell(1.0, p_value=1.5, baseline=1.0)}}, r"cells\.base\+biarn\.zh-en\.p_value"),
 ])
 def test_bad_cells_name_the_key(cells, key):
     with pytest.raises(PipelineError, match=key):
@@ -205,10 +191,10 @@ BASE = {"bleu": 10.0, "params": 1000, "steps_per_s": 3.456}
 
 
 def test_table1_exact_tsv():
-    cells = {"base": {"en-de": system(10.0, 1000, steps_per_s=3.456)},
-             "base-cont": {"en-de": system(10.5, 1000, p=0.04, baseline=BASE, steps_per_s=3.4)},
-             "biarn-1l": {"en-de": system(11.237, 1100, p=0.004, baseline=BASE, steps_per_s=2.0)},
-             "birnn-6l": {"en-de": system(9.5, 1200, p=0.001, baseline=BASE, steps_per_s=None)}}
+    cells = {"base": {"en-de": bleu_cell(10.0, 1000, steps_per_s=3.456)},
+             "base-cont": {"en-de": bleu_cell(10.5, 1000, p_value=0.04, baseline=BASE, steps_per_s=3.4)},
+             "biarn-1l": {"en-de": bleu_cell(11.237, 1100, p_value=0.004, baseline=BASE, steps_per_s=2.0)},
+             "birnn-6l": {"en-de": bleu_cell(9.5, 1200, p_value=0.001, baseline=BASE, steps_per_s=None)}}
     assert table1(cells, FACTS).to_tsv() == tsv(
         ["Model", "Rec. Encoder", "Speed (paper)", "Speed (ours)", "BLEU (paper)", "BLEU (ours)"],
         ["Base", "n/a", "1.28", "3.46", "27.31", "10.00"],
@@ -223,9 +209,9 @@ def test_table1_exact_tsv():
 
 
 def test_table2_exact_tsv():
-    cells = {"stack-top": {"en-de": system(3.0, p=0.2, baseline={"bleu": 2.0})},
-             "gated-all": {"en-de": system(2.555)},
-             "base-cont": {"en-de": system(2.1, p=0.001, baseline={"bleu": 2.0})}}
+    cells = {"stack-top": {"en-de": bleu_cell(3.0, p_value=0.2, baseline=2.0)},
+             "gated-all": {"en-de": bleu_cell(2.555)},
+             "base-cont": {"en-de": bleu_cell(2.1, p_value=0.001, baseline=2.0)}}
     assert table2(cells, FACTS).to_tsv() == tsv(
         ["Model", "Integration", "to Dec.", "BLEU (paper)", "BLEU (ours)"],
         ["Base", "n/a", "n/a", "27.31", ""],
@@ -238,8 +224,8 @@ def test_table2_exact_tsv():
 
 
 def test_table4_exact_tsv():
-    cells = {"biarn": {"en-de": system(3.0, p=0.04, baseline={"bleu": 2.5})}, "relpos": {"en-de": system(2.0)},
-             "base-cont": {"en-de": system(2.4, p=0.5, baseline={"bleu": 2.5})}}
+    cells = {"biarn": {"en-de": bleu_cell(3.0, p_value=0.04, baseline=2.5)}, "relpos": {"en-de": bleu_cell(2.0)},
+             "base-cont": {"en-de": bleu_cell(2.4, p_value=0.5, baseline=2.5)}}
     assert table4(cells, FACTS).to_tsv() == tsv(
         ["Model", "Reference", "BLEU (paper)", "BLEU (ours)"],
         ["Transformer-Base", "this work", "27.31", ""],
@@ -259,10 +245,9 @@ def probing(accuracies: dict) -> dict:
 
 
 def test_table5_exact_tsv_and_missing_tasks():
-    cells = {"base": {"en-de": {"system": "b", "probing": probing({"SeLen": 50.0, "WC": 1.5})}},
-             "biarn-1l": {"en-de": {"system": "a", "probing": probing({t: 60.0 + i for i, t in
-                                                                       enumerate(PROBING_TASKS)})}},
-             "biarn-3l": {"en-de": {"system": "c", "probing": {}}}}
+    cells = {"base": {"en-de": cell("b", probing=probing({"SeLen": 50.0, "WC": 1.5}))},
+             "biarn-1l": {"en-de": cell("a", probing=probing({t: 60.0 + i for i, t in enumerate(PROBING_TASKS)}))},
+             "biarn-3l": {"en-de": cell("c", probing={})}}
     paper = {"base": ["92.20", "63.00", "44.74", "79.02", "71.24", "89.24", "84.69", "84.53", "52.13", "62.47"],
              "birnn-6l": ["89.90", "77.46", "44.47", "79.55", "71.53", "89.17", "85.99", "84.96", "51.75", "61.92"],
              "biarn-6l": ["89.78", "72.02", "44.45", "79.21", "71.31", "88.38", "85.64", "85.00", "53.27", "62.38"],
@@ -288,20 +273,20 @@ def test_table5_exact_tsv_and_missing_tasks():
 
 @pytest.mark.parametrize("layout,cells,key", [
     (table1, {"big": {}}, r"cells\.big: unknown row"),
-    (table1, {"base": {"zh-en": system(1.0)}}, r"cells\.base\.zh-en: unknown column"),
-    (table1, {"base": {"en-de": system(1.0, steps_per_s=-1.0)}}, r"cells\.base\.en-de\.steps_per_s"),
-    (table1, {"base": {"en-de": system(1.0, speed=1.0)}}, r"cells\.base\.en-de\.speed: unknown key"),
+    (table1, {"base": {"zh-en": bleu_cell(1.0)}}, r"cells\.base\.zh-en: unknown column"),
+    (table1, {"base": {"en-de": bleu_cell(1.0, steps_per_s=-1.0)}}, r"cells\.base\.en-de\.steps_per_s"),
+    (table1, {"base": {"en-de": bleu_cell(1.0, speed=1.0)}}, r"cells\.base\.en-de\.speed: unknown key"),
     (table2, {"stack-top": {"en-de": {"params": 5}}}, r"cells\.stack-top\.en-de\.bleu: missing"),
     (table2, {"biarn-1l": {}}, r"cells\.biarn-1l: unknown row"),
-    (table4, {"biarn": {"en-de": system("28")}}, r"cells\.biarn\.en-de\.bleu"),
-    (table5, {"base": {"en-de": system(1.0)}}, r"cells\.base\.en-de\.probing: missing"),
+    (table4, {"biarn": {"en-de": bleu_cell("28")}}, r"cells\.biarn\.en-de\.bleu"),
+    (table5, {"base": {"en-de": bleu_cell(1.0)}}, r"cells\.base\.en-de\.probing: missing"),
     (table5, {"base-cont": {}}, r"cells\.base-cont: unknown row"),  # Table 5 has no control
     (table5, {"base": {"en-de": {"probing": probing({"Length": 1.0})}}}, r"cells\.base\.en-de\.probing\.Length: unk"),
     (table5, {"base": {"en-de": {"probing": probing({"WC": 0.5, "SeLen": 101.0})}}},
      r"cells\.base\.en-de\.probing\.SeLen\.test"),
     (table5, {"base": {"en-de": {"probing": {"WC": 50.0}}}}, r"cells\.base\.en-de\.probing\.WC: expected a dict"),
     (fig5, {"steps-32": {}}, r"cells\.steps-32: unknown row"),
-    (fig5, {"steps-J": {"en-de": system(1.0, p=2.0, baseline={"bleu": 1.0})}}, r"cells\.steps-J\.en-de\.p_value"),
+    (fig5, {"steps-J": {"en-de": bleu_cell(1.0, p_value=2.0, baseline=1.0)}}, r"cells\.steps-J\.en-de\.p_value"),
 ])
 def test_bad_cells_of_each_layout_name_the_key(layout, cells, key):
     with pytest.raises(PipelineError, match=key):
@@ -310,9 +295,9 @@ def test_bad_cells_of_each_layout_name_the_key(layout, cells, key):
 
 # ------------------------------------------------------------------ Figure 5
 def test_fig5_exact_tsv_and_figure_with_the_control():
-    cells = {"base": {"en-de": system(5.0)}, "base-cont": {"en-de": system(5.25)},
-             "steps-4": {"en-de": system(6.0, p=0.001, baseline={"bleu": 5.0})},
-             "steps-J": {"en-de": system(5.5)}}
+    cells = {"base": {"en-de": bleu_cell(5.0)}, "base-cont": {"en-de": bleu_cell(5.25)},
+             "steps-4": {"en-de": bleu_cell(6.0, p_value=0.001, baseline=5.0)},
+             "steps-J": {"en-de": bleu_cell(5.5)}}
     table, figure = fig5(cells, FACTS)
     assert table.to_tsv() == tsv(
         ["Recurrent steps", "BLEU (paper)", "BLEU (ours)"],
@@ -330,7 +315,7 @@ def test_fig5_exact_tsv_and_figure_with_the_control():
     assert sorted(line.get_ydata()[0] for line in dashed) == [5.0, 27.31]
     dotted = [line for ax in axes for line in ax.lines if line.get_linestyle() == ":"]
     assert [(line.get_ydata()[0], line.get_label()) for line in dotted] == [(5.25, "ours base, continued (control)")]
-    close = {row: {"en-de": system(27.0)} for row in ("base", "steps-8")}
+    close = {row: {"en-de": bleu_cell(27.0)} for row in ("base", "steps-8")}
     figure = fig5(close, FACTS)[1]
     assert len(figure.axes) == 1  # paper-scale numbers share the axis
     assert not [line for line in figure.axes[0].lines if line.get_linestyle() == ":"]  # no control, no line
@@ -345,7 +330,7 @@ def sample_bins(shift: float) -> list[dict]:
 
 def length(shift: float) -> dict:
     """A length cell as the table step hands it: the analysis JSON by kind."""
-    return {"en-de": {"system": "s", "length": {"source": sample_bins(shift)}}}
+    return {"en-de": cell("s", length={"source": sample_bins(shift)})}
 
 
 LENGTH_COLUMNS = ["Source length", "Sentences", "BLEU Base", "BLEU Base, continued (control)", "BLEU Ours",
@@ -418,8 +403,8 @@ def test_every_hao2019_layout_is_registered_and_builds():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: fig5({"base": {"en-de": system(5.0)}, "base-cont": {"en-de": system(5.5)},
-                  "steps-8": {"en-de": system(6.5)}}, FACTS)[1],
+    lambda: fig5({"base": {"en-de": bleu_cell(5.0)}, "base-cont": {"en-de": bleu_cell(5.5)},
+                  "steps-8": {"en-de": bleu_cell(6.5)}}, FACTS)[1],
     lambda: length_figure({"base": length(0.0), "base-cont": length(0.5), "biarn": length(1.0)}, FACTS)[1],
 ])
 def test_figures_are_deterministic_pngs(tmp_path, make):
