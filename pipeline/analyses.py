@@ -25,14 +25,15 @@ RESERVED = ("significance", "cells")  # folders of a table's artifacts that are 
 
 @dataclass(frozen=True)
 class Job:
-    """One analysis job as the rules see it: the params, the table, its item (a system, a column or the table's name)
-    and the artifact paths (pipeline/paths.py)."""
+    """One analysis job as the rules see it: the params, the artifact paths (pipeline/paths.py), the table, the
+    settings it reads (`kind`: the kind's own, or those of the kind it is part of) and its item: a cell system,
+    a column or the whole table ("all"), as `per` says."""
     params: Any
     paths: Any
     table: Any
     item: str
-
-    kind: str = ""  # whose settings the job reads: the kind's, or the kind it is part of
+    kind: str
+    per: str = "system"
 
     @property
     def settings(self) -> dict:
@@ -40,21 +41,19 @@ class Job:
 
     def corpus(self):
         """The corpus of the item: its system's, or the column's first system's."""
-        if self.item in self.table.test_sets:
+        if self.per == "column":
             return self.params.corpus_of(next(iter(self.table.column(self.item).values())))
         return self.params.corpus_of(self.item)
 
     def split(self) -> str:
         """The test set of the item: its column's, or the column where its system is tested."""
-        if self.item in self.table.test_sets:
-            return self.table.test_sets[self.item]
-        return self.table.test_set_of(self.item)
+        return self.table.test_sets[self.item] if self.per == "column" else self.table.test_set_of(self.item)
 
     def test_data(self) -> dict:
         """A trained model and the item's subword test set with the vocabularies."""
         corpus, split = self.corpus().name, self.split()
-        return {"model": self.paths.model(self.item),
-                "src": self.paths.data(corpus, "bpe", f"{split}.src"), "tgt": self.paths.data(corpus, "bpe", f"{split}.tgt"),
+        return {"model": self.paths.model(self.item), "src": self.paths.data(corpus, "bpe", f"{split}.src"),
+                "tgt": self.paths.data(corpus, "bpe", f"{split}.tgt"),
                 "src_vocab": self.paths.data(corpus, "bpe", "vocab.src"),
                 "tgt_vocab": self.paths.data(corpus, "bpe", "vocab.tgt")}
 
@@ -168,7 +167,12 @@ def table_jobs(params, paths, table) -> list[tuple[Analysis, Job]]:
     """Every analysis job of a table: the kinds it names and the kinds run as part of them, one job per item."""
     named = set(table.analyses)
     kinds = [a for a in analyses().values() if a.kind in named or a.part_of in named]
-    return [(a, Job(params, paths, table, item, a.part_of or a.kind)) for a in kinds for item in items(table, a)]
+    return [(a, job(params, paths, table, a, item)) for a in kinds for item in items(table, a)]
+
+
+def job(params, paths, table, analysis: Analysis, item: str) -> Job:
+    """The job of one analysis kind on one item of a table."""
+    return Job(params, paths, table, item, analysis.part_of or analysis.kind, analysis.per)
 
 
 def check_settings(kind: str, settings: Mapping[str, Any] | None) -> dict:

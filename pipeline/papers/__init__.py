@@ -1,5 +1,6 @@
 """The papers, one subpackage each (pipeline/papers/<paper>/); importing this package imports them all, so that
-every paper's layouts register (pipeline/report/layouts.py)."""
+every paper's steps, metrics, tests and analysis kinds register (pipeline/steps: load_steps). A paper's layouts
+register from the modules its package names in LAYOUT_MODULES (pipeline/report/layouts.py: load_papers)."""
 from __future__ import annotations
 
 import importlib

@@ -6,6 +6,7 @@ A layout is fn(cells, facts) (pipeline/report/cells.py): a table layout returns 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
@@ -44,8 +45,13 @@ def register_layout(name: str, figure: bool = False) -> Callable:
 
 
 def load_papers() -> dict[str, Layout]:
-    """Import every paper package (so that all layouts register); returns LAYOUTS."""
-    importlib.import_module("pipeline.papers")
+    """Import every paper's layout modules (its package's LAYOUT_MODULES), so that all layouts register; returns
+    LAYOUTS."""
+    papers = importlib.import_module("pipeline.papers")
+    for module in pkgutil.iter_modules(papers.__path__, prefix=f"{papers.__name__}."):
+        package = importlib.import_module(module.name)
+        for name in getattr(package, "LAYOUT_MODULES", ()):
+            importlib.import_module(f"{module.name}.{name}")
     return LAYOUTS
 
 

@@ -1,11 +1,11 @@
 # One rule per declared analysis kind (pipeline/analyses.py; a paper's own kinds in pipeline/papers/<paper>/),
 # generated from the registry: analysis_<kind> writes artifacts/<scale>/tables/<table>/<kind>/<item>.json for each
 # cell system, table column or the whole table ("all"), and the kind's other outputs beside it.
-from pipeline.analyses import Job, analyses as declared_analyses
+from pipeline.analyses import analyses as declared_analyses, job
 
 
 def analysis_job(analysis, wildcards):
-    return Job(P, PATHS, P.tables[wildcards.table], wildcards.item, analysis.part_of or analysis.kind)
+    return job(P, PATHS, P.tables[wildcards.table], analysis, wildcards.item)
 
 
 def analysis_outputs(analysis):
