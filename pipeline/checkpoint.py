@@ -1,38 +1,120 @@
-"""Atomic checkpoint files and rebuilding a model from one."""
+"""Checkpoint files that carry their own checksum, and rebuilding a model from one.
+
+File format (model.pt, the trainer's last.pt, best.pt, best_bleu.pt, snapshots): the bytes torch.save writes into
+a file object, a zip archive whose records sit under the root folder "archive" (torch names it after the file name
+when saving to a path; for a file object it is fixed, so identical content gives identical bytes), with the zip
+comment (the End Of Central Directory record's last field, which torch leaves empty) set to
+
+    nmt-repro-sha256:<64 hex digits>
+
+the SHA-256 of the archive as torch wrote it, i.e. of the file without its last 81 bytes (the comment) and with the
+EOCD's 2-byte comment length (the last 2 bytes left) zeroed. The file stays a zip archive torch.load reads as it is.
+load_file recomputes the checksum (streamed, in blocks) before unpickling anything; a damaged, truncated or foreign file (any torch file
+without the comment: another program's, or ours from before checksums) or one that is no torch file at all is a
+one-line PipelineError naming the file.
+"""
 from __future__ import annotations
 
-import os
+import hashlib
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
 from pipeline.errors import PipelineError
-from pipeline.fileio import atomic_path
+from pipeline.fileio import atomic_open
 from pipeline.models.registry import build_model, count_parameters
 
 MODEL_FORMAT = "nmt-repro-model/2"
 # "model" is the model spec {"encoder": kind, "decoder": kind, **options}; "weights" the state dict
 MODEL_KEYS = ("format", "model", "src_vocab_size", "tgt_vocab_size", "step", "n_params", "meta", "weights")
 
+CHECKSUM_PREFIX = b"nmt-repro-sha256:"
+COMMENT_LEN = len(CHECKSUM_PREFIX) + 64
+EOCD_SIG, EOCD_LEN = b"PK\x05\x06", 22  # End Of Central Directory: signature ... comment length (2 bytes, LE)
+WRITTEN_BY = "written by this pipeline (pipeline.checkpoint.save_atomic)"
+
 
 def save_atomic(obj, path: Path) -> None:
-    """torch.save `obj` to a temp file beside `path`, fsync it, then rename it onto `path`."""
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
+    """torch.save `obj` into a temp file beside `path`, add its checksum as the zip comment (see the module
+    docstring), fsync and rename it onto `path`; streamed: the file is never held in memory whole."""
+    with atomic_open(path, "w+b") as handle:
+        torch.save(obj, handle)  # to a file object: the archive's root is "archive", whatever the file's name
+        end = handle.tell()
+        handle.seek(end - EOCD_LEN)
+        tail = handle.read(EOCD_LEN)
+        if tail[:4] != EOCD_SIG or tail[-2:] != b"\0\0":  # torch's writer changed: say so
+            raise PipelineError("torch.save wrote no zip archive with an empty comment; expected one to add a "
+                                "checksum to")
+        digest = _sha256(handle, end)
+        handle.seek(end - 2)
+        handle.write(COMMENT_LEN.to_bytes(2, "little") + CHECKSUM_PREFIX + digest.encode("ascii"))
+
+
+def _sha256(handle, size: int, zeroed_tail: bool = False) -> str:
+    """SHA-256 of the first `size` bytes of an open file (its last 2 counted as zeros if zeroed_tail)."""
+    digest, handle_at, chunk = hashlib.sha256(), 0, 1 << 22
+    handle.seek(0)
+    body = size - 2 if zeroed_tail else size
+    while handle_at < body:
+        block = handle.read(min(chunk, body - handle_at))
+        if not block:
+            break
+        digest.update(block)
+        handle_at += len(block)
+    if zeroed_tail:
+        digest.update(b"\0\0")
+    return digest.hexdigest()
+
+
+def _comment_length(tail: bytes, eocd: int) -> int:
+    """The comment length of the EOCD record at offset `eocd` of `tail` (its last 2 bytes)."""
+    return int.from_bytes(tail[eocd + EOCD_LEN - 2:eocd + EOCD_LEN], "little")
+
+
+def verify_checksum(path: Path) -> None:
+    """Nothing if the file at `path` holds its checksum; else a one-line PipelineError saying what the file is:
+    damaged, truncated, a torch file without our checksum, or no torch file. Reads the file once, in blocks."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+        handle.seek(max(0, size - EOCD_LEN - 0xFFFF))
+        tail = handle.read()  # the end of the file: where a zip's end record and comment lie
+        eocd = len(tail) - EOCD_LEN - COMMENT_LEN
+        comment = tail[eocd + EOCD_LEN:] if eocd >= 0 else b""
+        if eocd >= 0 and tail[eocd:eocd + 4] == EOCD_SIG and _comment_length(tail, eocd) == COMMENT_LEN \
+                and comment.startswith(CHECKSUM_PREFIX):
+            found = _sha256(handle, size - COMMENT_LEN, zeroed_tail=True)
+            recorded = comment[len(CHECKSUM_PREFIX):].decode("ascii", "replace")
+            if found != recorded:
+                raise PipelineError(f"{path}: damaged checkpoint: the SHA-256 of its contents is {found[:16]}..., "
+                                    f"its checksum says {recorded[:16]}...; expected the bytes it was written with "
+                                    "(restore it or retrain)")
+            return
+    if head != b"PK\x03\x04":
+        raise PipelineError(f"{path}: not a readable checkpoint: no torch file (no zip archive); expected a "
+                            f"checkpoint {WRITTEN_BY}")
+    end = tail.rfind(EOCD_SIG)
+    if end < 0 or end + EOCD_LEN + _comment_length(tail, end) > len(tail):
+        raise PipelineError(f"{path}: truncated checkpoint: its zip archive breaks off after {size} bytes (no "
+                            f"end record); expected a whole checkpoint {WRITTEN_BY}: retrain to write it again")
+    raise PipelineError(f"{path}: a torch file without the checksum of this pipeline's checkpoints (another "
+                        f"program's, or written before checkpoints carried one); expected a checkpoint {WRITTEN_BY}: "
+                        "retrain to write it")
 
 
 def load_file(path: Path, device="cpu") -> dict:
-    """Load a checkpoint dict written by save_atomic; unreadable file -> PipelineError naming it."""
+    """Load a checkpoint dict written by save_atomic, its checksum verified; any other file -> a one-line
+    PipelineError naming it."""
     path = Path(path)
     if not path.is_file():
         raise PipelineError(f"{path}: checkpoint not found; expected a file written by the trainer")
+    verify_checksum(path)
     try:
         obj = torch.load(path, map_location=device, weights_only=True)
-    except Exception as err:  # torch raises many types for truncated/foreign files
-        raise PipelineError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+    except Exception as err:  # a checksummed file torch cannot read: our writer and torch disagree
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise PipelineError(f"{path}: not a readable checkpoint ({type(err).__name__}: {reason})") from None
     if not isinstance(obj, dict):
         raise PipelineError(f"{path}: expected a checkpoint dict, found {type(obj).__name__}")
     return obj
@@ -73,6 +155,15 @@ def load_model(path: Path, device="cpu"):
     model.to(device).eval()
     info = {k: v for k, v in record.items() if k != "weights"}
     return model, info
+
+
+def check_vocab(info: dict, vocab, side: str, vocab_path, model_path) -> None:
+    """A PipelineError unless `vocab` (side "src" or "tgt", read from vocab_path) has the size of the vocabulary the
+    model at model_path (load_model's info) was trained with."""
+    expected = info[f"{side}_vocab_size"]
+    if len(vocab) != expected:
+        raise PipelineError(f"{vocab_path}: {side} vocabulary of {len(vocab)} tokens, but {model_path} was trained "
+                            f"with {expected}; expected the {side} vocabulary of the model's own corpus")
 
 
 def trained_precision(info: dict) -> str:

@@ -1,6 +1,7 @@
 """The decoding settings of a system (torch-free): params.yaml's `decoding:` with a system's own overrides."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pipeline.settings import require
@@ -25,6 +26,15 @@ class Decoding:
         require(self.length in LENGTH_MODES, "length", f"one of {', '.join(LENGTH_MODES)}", self.length)
         for name in ("beam", "batch_size", "nbest"):
             require(getattr(self, name) >= 1, name, "an integer >= 1", getattr(self, name))
+        # each field on its own: params check a system's overrides without the shared settings
+        # (pipeline/config/reader.py _decoding). GNMT's alpha (Wu et al. 2016) is >= 0: a negative one divides by
+        # less the longer the output, favouring ever shorter hypotheses.
+        require(math.isfinite(self.length_penalty) and self.length_penalty >= 0, "length_penalty",
+                "a finite number >= 0 (GNMT's alpha; 0: no penalty)", self.length_penalty)
+        limit = "the output length limit is max_len_a * source length + max_len_b"
+        require(math.isfinite(self.max_len_a) and self.max_len_a >= 0, "max_len_a", f"a finite number >= 0 ({limit})",
+                self.max_len_a)
+        require(self.max_len_b >= 0, "max_len_b", f"an integer >= 0 ({limit})", self.max_len_b)
 
     def search(self) -> dict:
         """The keyword arguments of pipeline.search's beam search (and translate_nbest's) these settings give."""

@@ -11,15 +11,40 @@ from typing import IO, Iterator
 from pipeline.errors import PipelineError
 
 
+def current_umask() -> int:
+    """The process's umask (Linux: read from /proc; elsewhere set and restored at once)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The mode open() gives a new file: 0666 less the umask (0644 under umask 022, 0640 under 027)."""
+    return 0o666 & ~current_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
+
+    The temporary file gets the mode a plain open() would give (0666 less the umask: 0644 under umask 022),
+    not mkstemp's 0600, so the group can read what the pipeline writes on a shared file system."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     tmp = Path(tmp)
     try:
+        try:
+            os.fchmod(fd, new_file_mode())
+        finally:
+            os.close(fd)
         yield tmp
         os.replace(tmp, path)
     finally:
@@ -66,12 +91,13 @@ def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[
     return src_lines, tgt_lines
 
 
-def read_references(ref_dir: str | os.PathLike, test_set: str, lang: str) -> list[list[str]]:
-    """Every reference stream of a test set: <test_set>.<lang>, then <test_set>.<lang>.1, .2, ... if present."""
+def reference_paths(ref_dir: str | os.PathLike, test_set: str, lang: str) -> list[Path]:
+    """Every reference stream of a test set: <test_set>.<lang>, then <test_set>.<lang>.1, .2, ... if present
+    (pipeline/evaluate/metric_text.py read_references reads them)."""
     streams = [Path(ref_dir) / f"{test_set}.{lang}"]
     while (Path(ref_dir) / f"{test_set}.{lang}.{len(streams)}").exists():
         streams.append(Path(ref_dir) / f"{test_set}.{lang}.{len(streams)}")
-    return [read_lines(path) for path in streams]
+    return streams
 
 
 def write_lines(path: str | os.PathLike, lines) -> None:

@@ -1,7 +1,8 @@
 """What the model tests share: the small variants of every model kind (VARIANTS: Transformer, hao2019's recurrence
 models and related approaches, zeng2021's patterns, the RNN encoder-decoders of werlen2018, zhang2018 and shu2016), a
 seeded small model and a padded batch of them, padded sources to search on, a model without incremental state that a
-cached search must equal (Recompute), a copy-task training loop, and the Transformer's parameter formula."""
+cached search must equal (Recompute), a copy-task training loop, the Transformer's parameter formula, and a small
+model's file (save_model), damaged (damage), and a vocabulary file of any size (save_vocab)."""
 import torch
 import torch.nn.functional as F
 
@@ -80,6 +81,31 @@ def make(name, seed=0, **override):
     torch.manual_seed(seed)
     v_src = V_TGT if VARIANTS[name].get("share_embeddings") else V_SRC
     return build_model(spec_of(name, **override), v_src, V_TGT).eval()
+
+
+def save_model(path, v_src=V_SRC, v_tgt=V_TGT, name="transformer", seed=0):
+    """A seeded small model of a variant, written to `path` as the trainer writes model.pt; returns `path`."""
+    from pipeline.checkpoint import model_record, save_atomic
+    torch.manual_seed(seed)
+    spec = spec_of(name)
+    meta = {"model": spec, "src_vocab_size": v_src, "tgt_vocab_size": v_tgt}
+    save_atomic(model_record(build_model(spec, v_src, v_tgt).eval(), meta, 1), path)
+    return path
+
+
+def damage(path, size=4096):
+    """Flip `size` bytes in the middle of the file at `path`; returns `path`."""
+    data = path.read_bytes()
+    middle = len(data) // 2 - size // 2
+    path.write_bytes(data[:middle] + bytes(b ^ 0xFF for b in data[middle:middle + size]) + data[middle + size:])
+    return path
+
+
+def save_vocab(path, size):
+    """A vocabulary file of `size` tokens: the specials, then w4, w5, ...; returns `path`."""
+    from pipeline.data.vocab import SPECIALS, Vocab
+    Vocab(list(SPECIALS) + [f"w{i}" for i in range(len(SPECIALS), size)]).save(path)
+    return path
 
 
 def batch(v_src=V_TGT, seed=1):

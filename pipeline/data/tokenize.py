@@ -29,12 +29,12 @@ _LANG = re.compile(r"^[a-z]{2,3}$")
 # Stand-in codes of generation corpora -> the language their text is in (our choice: English).
 LANG_ALIASES = {"doc": "en", "sum": "en", "ctx": "en", "rsp": "en"}
 # CJK letters: radicals, kana, bopomofo, Hangul, ideographs (BMP and supplementary planes).
-_CJK_LETTER = (r"\u2E80-\u2FDF\u3040-\u31FF\u3200-\u4DBF\u4E00-\u9FFF\uAC00-\uD7AF"
+CJK_LETTERS = (r"\u2E80-\u2FDF\u3040-\u31FF\u3200-\u4DBF\u4E00-\u9FFF\uAC00-\uD7AF"
                r"\uF900-\uFAFF\U00020000-\U0003FFFF")
 # CJK punctuation: CJK symbols, vertical/compatibility forms, full- and halfwidth forms.
 _CJK_PUNCT = r"\u3000-\u303F\uFE30-\uFE4F\uFF00-\uFFEF"
 _CJK_SPACE = re.compile(
-    rf"(?<=[{_CJK_LETTER}{_CJK_PUNCT}]) (?=[{_CJK_LETTER}{_CJK_PUNCT}])|(?<=[{_CJK_PUNCT}]) | (?=[{_CJK_PUNCT}])"
+    rf"(?<=[{CJK_LETTERS}{_CJK_PUNCT}]) (?=[{CJK_LETTERS}{_CJK_PUNCT}])|(?<=[{_CJK_PUNCT}]) | (?=[{_CJK_PUNCT}])"
 )
 
 

@@ -7,12 +7,12 @@ The model is the Moses file format (one line per word type: its forms and counts
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from sacremoses import MosesDetruecaser, MosesTruecaser
 
 from pipeline.errors import PipelineError
+from pipeline.fileio import atomic_path, new_file_mode
 
 
 def learn_truecaser(lines: list[str], model: Path) -> None:
@@ -22,15 +22,9 @@ def learn_truecaser(lines: list[str], model: Path) -> None:
                             "training text")
     truecaser = MosesTruecaser()
     truecaser.train([line.split() for line in lines])
-    model.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=model.parent, prefix=f".{model.name}.")
-    os.close(fd)
-    try:
-        truecaser.save_model(tmp)
-        os.replace(tmp, model)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(model) as tmp:
+        truecaser.save_model(str(tmp))  # sacremoses renames its own 0600 file onto tmp: give it the umask's mode
+        os.chmod(tmp, new_file_mode())
 
 
 def load_truecaser(model: Path) -> MosesTruecaser:

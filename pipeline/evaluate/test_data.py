@@ -11,15 +11,19 @@ from pipeline.fileio import read_lines
 def load_test(inputs: dict, limit: int, with_target: bool = True):
     """(model, its record (load_model's info), source ids, target ids or None) of the first `limit` test pairs of
     `inputs` (model, src, tgt, src_vocab, tgt_vocab); pairs that do not fit the model's positions are left out."""
-    from pipeline.checkpoint import load_model
+    from pipeline.checkpoint import check_vocab, load_model
     from pipeline.data.vocab import Vocab
     from pipeline.train import within_length
 
     model, info = load_model(Path(inputs["model"]))
-    src_ids = [Vocab.load(inputs["src_vocab"]).encode(line) for line in read_lines(inputs["src"])[:limit]]
+    ids = {}
+    for side in ("src", "tgt") if with_target else ("src",):
+        vocab = Vocab.load(inputs[f"{side}_vocab"])
+        check_vocab(info, vocab, side, inputs[f"{side}_vocab"], inputs["model"])
+        ids[side] = [vocab.encode(line) for line in read_lines(inputs[side])[:limit]]
+    src_ids, tgt_ids = ids["src"], ids.get("tgt")
     if not with_target:
         return model, info, src_ids, None
-    tgt_ids = [Vocab.load(inputs["tgt_vocab"]).encode(line) for line in read_lines(inputs["tgt"])[:limit]]
     (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), model.max_input_len)
     if dropped:
         print(f"note: {dropped} test pair(s) longer than the model's positions left out", file=sys.stderr)

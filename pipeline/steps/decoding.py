@@ -13,17 +13,23 @@ from pipeline.steps import register_step
 from pipeline.steps.arguments import arg
 
 
-def load_systems(paths: list[str]):
-    """One model, or an ensemble of several averaging their log-probabilities, and the precision they were trained
-    at (float32 if the members differ)."""
-    from pipeline.checkpoint import load_model, trained_precision
+def load_systems(paths: list[str], vocab_paths: dict[str, str] | None = None):
+    """(model, precision, vocabularies): one model, or an ensemble of several averaging their log-probabilities, the
+    precision they were trained at (float32 if the members differ), and the Vocab of each side ("src"/"tgt") at
+    vocab_paths, which every member must fit (pipeline.checkpoint.check_vocab)."""
+    from pipeline.checkpoint import check_vocab, load_model, trained_precision
+    from pipeline.data.vocab import Vocab
     loaded = [load_model(Path(path)) for path in paths]
+    vocabs = {side: Vocab.load(vocab_path) for side, vocab_path in (vocab_paths or {}).items()}
+    for path, (_, info) in zip(paths, loaded):
+        for side, vocab in vocabs.items():
+            check_vocab(info, vocab, side, vocab_paths[side], path)
     precisions = {trained_precision(info) for _, info in loaded}
     precision = precisions.pop() if len(precisions) == 1 else "float32"
     if len(loaded) == 1:
-        return loaded[0][0], precision
+        return loaded[0][0], precision, vocabs
     from pipeline.ensemble import Ensemble
-    return Ensemble([model for model, _ in loaded]), precision
+    return Ensemble([model for model, _ in loaded]), precision, vocabs
 
 
 @dataclass
@@ -46,17 +52,15 @@ class TranslateArgs:
 def translate(args: TranslateArgs) -> None:
     from pipeline.data.subword import remove_bpe
     from pipeline.data.tokenize import detokenize_lines
-    from pipeline.data.vocab import Vocab
     from pipeline.decoding import Decoding
     from pipeline.fileio import write_nbest
     from pipeline.settings import from_mapping
     from pipeline.translate import translate_nbest
 
     decoding = from_mapping(Decoding, json.loads(args.spec))
-    model, precision = load_systems(args.model)
-    src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
+    model, precision, vocabs = load_systems(args.model, {"src": args.src_vocab, "tgt": args.tgt_vocab})
     started = time.time()
-    out = translate_nbest(model, src_vocab, tgt_vocab, read_lines(args.input), nbest=decoding.nbest,
+    out = translate_nbest(model, vocabs["src"], vocabs["tgt"], read_lines(args.input), nbest=decoding.nbest,
                           batch_size=decoding.batch_size, progress=not args.no_progress, precision=precision,
                           **decoding.search())
 

@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from pipeline.fileio import read_json, read_lines, read_references, write_json, write_lines
+from pipeline.fileio import read_json, read_lines, write_json, write_lines
 from pipeline.steps import register_step
 from pipeline.steps.arguments import arg
 
@@ -34,12 +34,12 @@ def metric_tokens(pooled, metric, lang: str, pretokenized: bool, truecaser: str)
 @register_step("gmbr-tune", GmbrTuneArgs, rules=("gmbr_tune",), stage="eval",
                help="tune GMBR's loss weights on development n-best lists")
 def gmbr_tune(args: GmbrTuneArgs) -> None:
-    from pipeline.evaluate.metric_text import metric_lines
+    from pipeline.evaluate.metric_text import metric_lines, read_references
     from pipeline.evaluate.metrics import get_metric
     from pipeline.gmbr import pooled_candidates, tune
     settings = json.loads(args.settings)
     metric = get_metric(settings["metric"])
-    refs = read_references(args.ref_dir, args.split, args.lang)
+    refs = read_references(args.ref_dir, args.split, args.lang, args.pretokenized)
     pooled = pooled_candidates(args.nbest, len(refs[0]), keep=settings["tune_sentences"])
     tokens = metric_tokens(pooled, metric, args.lang, args.pretokenized, args.truecaser)
     refs = [metric_lines(r[:len(pooled)], metric, args.lang, args.pretokenized, args.truecaser) for r in refs]

@@ -31,7 +31,6 @@ class RerankArgs:
 @register_step("rerank", RerankArgs, rules=("rerank",), stage="eval", code=("pipeline.steps.decoding",),
                help="rerank n-best lists by a model's (or an ensemble's) log-probability")
 def rerank(args: RerankArgs) -> None:
-    from pipeline.data.vocab import Vocab
     from pipeline.rerank import rerank_lists
     from pipeline.steps.decoding import load_systems
     truecaser = bpe = None
@@ -41,11 +40,10 @@ def rerank(args: RerankArgs) -> None:
     if args.codes_dir:
         from pipeline.data.subword import codes_for, load_bpe
         bpe = load_bpe(codes_for(Path(args.codes_dir), "tgt"))
-    src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
-    sources = [src_vocab.encode(line) for line in read_lines(args.src)]
+    model, _, vocabs = load_systems(args.model, {"src": args.src_vocab, "tgt": args.tgt_vocab})
+    sources = [vocabs["src"].encode(line) for line in read_lines(args.src)]
     lists = read_nbest(args.nbest, sentences=len(sources))
-    model, _ = load_systems(args.model)
-    chosen = rerank_lists(model, sources, lists, tgt_vocab, lang=args.lang, truecaser=truecaser, bpe=bpe,
+    chosen = rerank_lists(model, sources, lists, vocabs["tgt"], lang=args.lang, truecaser=truecaser, bpe=bpe,
                           pretokenized=args.pretokenized, length=json.loads(args.settings)["length"],
                           batch_size=args.batch_size, where=args.nbest)
     write_lines(args.output, chosen)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.fileio import read_json, read_lines, read_references, write_json
+from pipeline.fileio import read_json, read_lines, write_json
 from pipeline.steps import register_step
 from pipeline.steps.arguments import arg
 
@@ -26,10 +26,11 @@ class ScoreArgs:
 @register_step("score", ScoreArgs, rules=("score",), stage="eval", code=("pipeline.evaluate.metric_text",),
                help="score a detokenised hypothesis file with a registered metric")
 def score(args: ScoreArgs) -> None:
-    from pipeline.evaluate.metric_text import metric_lines, segmenter_signature
+    from pipeline.evaluate.metric_text import metric_lines, read_references, segmenter_signature
     from pipeline.evaluate.metrics import get_metric
     metric = get_metric(args.metric)
-    hyps, refs = read_lines(args.hyp), read_references(args.ref_dir, args.test_set, args.lang)
+    hyps = read_lines(args.hyp)
+    refs = read_references(args.ref_dir, args.test_set, args.lang, args.pretokenized)
     prepared = [metric_lines(lines, metric, args.lang, args.pretokenized, args.truecaser) for lines in [hyps] + refs]
     result = metric.score(prepared[0], prepared[1:], args.lang)
     signature = result["signature"] + segmenter_signature(metric, args.lang, args.pretokenized)

@@ -1,4 +1,4 @@
-"""Learning curves (dvclive TSVs, cut back on resume) and the tqdm bar of a run (CurveLog)."""
+"""Learning curves (dvclive TSVs, cut back on resume), the tqdm bar of a run and its progress lines (CurveLog)."""
 from __future__ import annotations
 
 import json
@@ -6,15 +6,21 @@ import math
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from pipeline.fileio import atomic_open
 
+# Seconds of wall time between two progress lines in the job log when there is no bar (--no-progress, as the
+# rules run training); every validation writes one too.
+PROGRESS_EVERY_S = 30.0
+
 
 class CurveLog:
-    """dvclive learning curves in run_dir/dvclive (resume-safe) plus a tqdm bar; rank 0 only."""
+    """dvclive learning curves in run_dir/dvclive (resume-safe) plus a tqdm bar, or without the bar a progress line
+    every PROGRESS_EVERY_S seconds; rank 0 only."""
 
-    def __init__(self, run_dir: Path, resume_step: int, total_steps: int, progress: bool):
+    def __init__(self, run_dir: Path, resume_step: int, total_steps: int, progress: bool, tokens: float = 0.0):
         from tqdm import tqdm
 
         self.dir = run_dir / "dvclive"
@@ -23,6 +29,10 @@ class CurveLog:
         self.live = _local_live(self.dir, resume=resume_step > 0)
         self.bar = tqdm(total=total_steps, initial=resume_step, disable=not progress, desc="train",
                         dynamic_ncols=True, file=sys.stderr)
+        self.total, self.lines = total_steps, not progress
+        # rates count from this attempt's start, on the wall clock (validation and checkpoints included)
+        self._start = (time.monotonic(), resume_step, tokens)
+        self._last_line, self._last_step = self._start[0], resume_step
 
     def log(self, step: int, values: dict, bar: dict | None = None) -> None:
         """Append `values` (name -> float) at `step` to the curves and refresh the summary."""
@@ -40,6 +50,27 @@ class CurveLog:
         """One line for the job log (above the bar when there is one)."""
         self.bar.write(text, file=sys.stderr)
 
+    def tick(self, step: int, tokens: float, detail: str = "") -> None:
+        """Without a bar, a progress line (report) for a step not reported yet, once PROGRESS_EVERY_S seconds have
+        passed since the last line."""
+        if self.lines and step > self._last_step and time.monotonic() - self._last_line >= PROGRESS_EVERY_S:
+            self.report(step, tokens, detail)
+
+    def report(self, step: int, tokens: float, detail: str = "") -> None:
+        """`step 1200/3000 (40%), 3.1 steps/s, 4,100 target tokens/s, ~9 min left[, detail]` in the job log;
+        tokens: target tokens trained on so far (all attempts)."""
+        now = time.monotonic()
+        began, first_step, first_tokens = self._start
+        seconds = max(now - began, 1e-9)
+        steps_per_s, tokens_per_s = (step - first_step) / seconds, (tokens - first_tokens) / seconds
+        left = max(self.total - step, 0)
+        eta = _duration(left / steps_per_s) if steps_per_s > 0 else "?"
+        rate = f"{steps_per_s:.1f}" if steps_per_s >= 1 else f"{steps_per_s:.2g}"
+        line = (f"step {step}/{self.total} ({min(step / max(self.total, 1), 1):.0%}), {rate} steps/s, "
+                f"{tokens_per_s:,.0f} target tokens/s, ~{eta} left")
+        self.note(f"{line}, {detail}" if detail else line)
+        self._last_line, self._last_step = now, step
+
     def close(self) -> None:
         self.bar.close()
 
@@ -51,6 +82,15 @@ class CurveLog:
         shutil.copytree(self.dir / "plots" / "metrics", tmp)
         shutil.rmtree(curves_dir, ignore_errors=True)
         os.replace(tmp, curves_dir)
+
+
+def _duration(seconds: float) -> str:
+    """A rough time span: 40 s, 9 min, 2.5 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _local_live(live_dir: Path, resume: bool):

@@ -85,7 +85,8 @@ class Trainer:
             np.random.seed(self.recipe.seed % 2**32)
         r = self.recipe
         total = r.max_steps or r.max_epochs * len(self._batches(0))
-        self.log = CurveLog(self.run_dir, self.state.step, total, self.progress) if self.dist.main else None
+        self.log = (CurveLog(self.run_dir, self.state.step, total, self.progress, self.state.tokens)
+                    if self.dist.main else None)
 
     def _resume(self, ckpt: dict, path: Path) -> None:
         """Load weights, optimizer, scheduler, progress and RNG states; refuse a checkpoint of a different run."""
@@ -237,10 +238,9 @@ class Trainer:
                     save_atomic({**self._record(), "valid_bleu": bleu}, self.run_dir / "best_bleu.pt")
         if self.log:
             self.log.log(s.step, values)
-            rate = s.tokens / s.elapsed if s.elapsed else 0.0
             bleu = f", BLEU {values['valid/bleu']:.2f}" if "valid/bleu" in values else ""
-            self.log.note(f"step {s.step} (epoch {s.epoch + 1}): train loss {s.last_train[0]:.3f}, valid loss "
-                          f"{loss:.3f} (ppl {math.exp(min(nll, 50)):.1f}{bleu}), {rate:.0f} tokens/s")
+            self.log.report(s.step, s.tokens, f"valid nll {nll:.2f} (loss {loss:.3f}, ppl {math.exp(min(nll, 50)):.1f}"
+                                              f"{bleu}), train loss {s.last_train[0]:.3f}, epoch {s.epoch + 1}")
 
     def _log_window(self) -> None:
         s = self.state
@@ -265,6 +265,8 @@ class Trainer:
         while not self.done():
             batches = self._batches(s.epoch)
             while s.position < len(batches) and not (r.max_steps and s.step >= r.max_steps):
+                if self.log:  # the previous step's line, if due (the last step's comes with the final validation)
+                    self.log.tick(s.step, s.tokens, f"train loss {s.last_train[0]:.3f}")
                 began = time.perf_counter()
                 loss, nll, tokens = self.train_step(batches[s.position])
                 s.position += 1

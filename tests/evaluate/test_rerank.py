@@ -75,3 +75,28 @@ def test_candidates_are_prepared_as_the_corpus_target_side():
 def test_a_source_per_candidate_is_required():
     with pytest.raises(PipelineError, match="one source per candidate"):
         sentence_log_probs(model(), SOURCES, [[4]])
+
+
+def test_the_rerank_command_refuses_a_vocabulary_that_does_not_fit_a_member(tmp_path, capsys):
+    """python -m pipeline rerank: each member of the ensemble is checked against both vocabularies; a misfit is one
+    line `error: ...` naming the vocabulary, the model and both sizes, exit 2."""
+    from model_variants import save_model, save_vocab
+    from pipeline.cli import main
+    good = save_model(tmp_path / "good.pt", V_SRC, V_TGT, name="shu-baseline")
+    narrow = save_model(tmp_path / "narrow.pt", V_SRC - 3, V_TGT, name="shu-baseline")
+    (tmp_path / "src.txt").write_text("w4 w5 w6\nw7\n")
+    (tmp_path / "nbest").write_text("0 ||| w4 w5 ||| -1.0\n0 ||| w6 ||| -2.0\n1 ||| w7 ||| -1.0\n")
+
+    def rerank(*models, src_size=V_SRC):
+        argv = ["rerank", "--nbest", str(tmp_path / "nbest"), "--src", str(tmp_path / "src.txt"),
+                "--src-vocab", str(save_vocab(tmp_path / f"vocab{src_size}.src", src_size)),
+                "--tgt-vocab", str(save_vocab(tmp_path / "vocab.tgt", V_TGT)), "--lang", "xx", "--pretokenized",
+                "--settings", '{"n": 2, "length": "normalize"}', "--output", str(tmp_path / "out.txt")]
+        return main(argv + [arg for m in models for arg in ("--model", str(m))]), capsys.readouterr().err
+
+    assert rerank(good)[0] == 0 and len((tmp_path / "out.txt").read_text().splitlines()) == 2
+    for models, src_size, trained in (((good, narrow), V_SRC, V_SRC - 3), ((good,), V_SRC + 7, V_SRC)):
+        code, err = rerank(*models, src_size=src_size)
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith(f"error: {tmp_path / f'vocab{src_size}.src'}: src vocabulary of {src_size} tokens, "
+                              f"but {models[-1]} was trained with {trained}"), err

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from model_variants import damage, save_model, save_vocab
 from pipeline.data.batching import encode_source, make_batch, pad, token_batches
 from pipeline.data.synthetic import synthetic_pairs
 from pipeline.data.vocab import PAD, Vocab
@@ -196,3 +197,47 @@ def test_translate_decodes_at_the_models_training_precision(copy_model, tmp_path
     assert _load_systems(paths[:1])[1] == "bfloat16"
     assert _load_systems(paths[:2])[1] == "bfloat16"  # an ensemble of bfloat16 members
     assert _load_systems(paths)[1] == "float32"  # members that differ: the exact one
+
+
+
+V = 600  # vocabulary sizes of the translate command's models: their tensors fill most of the file
+
+
+def _translate_command(tmp_path, capsys, models, src_size=V, tgt_size=V):
+    """python -m pipeline translate of a two-line file by `models`: (exit code, stderr)."""
+    from pipeline.cli import main
+    (tmp_path / "in.txt").write_text("w4 w5 w6\nw7 w8\n")
+    argv = ["translate", "--spec", '{"beam": 2}', "--input", str(tmp_path / "in.txt"), "--lang", "en",
+            "--src-vocab", str(save_vocab(tmp_path / f"vocab{src_size}.src", src_size)),
+            "--tgt-vocab", str(save_vocab(tmp_path / f"vocab{tgt_size}.tgt", tgt_size)),
+            "--output", str(tmp_path / "out.txt"), "--no-progress"]
+    code = main(argv + [arg for model in models for arg in ("--model", str(model))])
+    return code, capsys.readouterr().err
+
+
+BAD_INPUTS = {  # case -> (write the models, the vocabulary sizes) -> the error line's start
+    "damaged model": lambda d: ([damage(save_model(d / "damaged.pt", V, V))], {},
+                                f"{d / 'damaged.pt'}: damaged checkpoint"),
+    "text as model": lambda d: ([d / "text.pt"], {}, f"{d / 'text.pt'}: not a readable checkpoint: no torch file"),
+    "smaller tgt vocabulary": lambda d: ([save_model(d / "m.pt", V, V)], {"tgt_size": V - 100},
+                                         f"{d / f'vocab{V - 100}.tgt'}: tgt vocabulary of {V - 100} tokens, but "
+                                         f"{d / 'm.pt'} was trained with {V}"),
+    "a wider ensemble member": lambda d: ([save_model(d / "m.pt", V, V), save_model(d / "wide.pt", V + 5, V)], {},
+                                          f"{d / f'vocab{V}.src'}: src vocabulary of {V} tokens, but "
+                                          f"{d / 'wide.pt'} was trained with {V + 5}"),
+}
+
+
+def test_the_translate_command_translates_a_good_model(tmp_path, capsys):
+    assert _translate_command(tmp_path, capsys, [save_model(tmp_path / "m.pt", V, V)])[0] == 0
+    assert len(read_lines(tmp_path / "out.txt")) == 2
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_the_translate_command_reports_a_bad_model_or_vocabulary_in_one_line(tmp_path, capsys, case):
+    """A damaged or non-torch model file, or a vocabulary of another size than the model's (any member of an
+    ensemble), is one line `error: ...` and exit 2."""
+    (tmp_path / "text.pt").write_text("model weights\n")
+    models, sizes, start = BAD_INPUTS[case](tmp_path)
+    code, err = _translate_command(tmp_path, capsys, models, **sizes)
+    assert code == 2 and err.startswith(f"error: {start}") and err.count("\n") == 1, err

@@ -89,6 +89,17 @@ def test_scores_of_a_system_follow_its_tables():
      "params/hao2019.yaml: tables.table9", "expected a name 'hao2019-<file stem>'"),
     (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(decoding={"length_penalty": "long"}),
      "params/hao2019.yaml: experiments.zhen-base.decoding.length_penalty", "expected float"),
+    (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(decoding={"length_penalty": -1}),
+     "params/hao2019.yaml: experiments.zhen-base.decoding.length_penalty",
+     "length_penalty: expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got -1.0"),
+    (lambda s, p: s["decoding"].update(length_penalty=float("inf")), "params.yaml: decoding.length_penalty",
+     "expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got inf"),
+    (lambda s, p: s["decoding"].update(max_len_a=-0.5), "params.yaml: decoding.max_len_a",
+     "max_len_a: expected a finite number >= 0 (the output length limit is max_len_a * source length + max_len_b), "
+     "got -0.5"),
+    (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(decoding={"max_len_b": -1}),
+     "params/hao2019.yaml: experiments.zhen-base.decoding.max_len_b",
+     "max_len_b: expected an integer >= 0 (the output length limit is max_len_a * source length + max_len_b), got -1"),
     (lambda s, p: p.update(other={"experiments": {"zhen-base": p["hao2019"]["experiments"]["zhen-base"]}}),
      "params/other.yaml: experiments.zhen-base", "already defined at params/hao2019.yaml"),
 ])

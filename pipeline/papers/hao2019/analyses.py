@@ -72,14 +72,16 @@ def probing(task: Task) -> dict:
     """Probing classifiers on a frozen encoder's sentence means."""
     from pathlib import Path
 
-    from pipeline.checkpoint import load_model
+    from pipeline.checkpoint import check_vocab, load_model
     from pipeline.data.subword import codes_for, load_bpe
     from pipeline.data.tokenize import tokenize_lines
     from pipeline.data.vocab import Vocab
     from pipeline.papers.hao2019.probing import run_probing
 
-    model, _ = load_model(Path(task.inputs["model"]))
-    bpe, vocab = load_bpe(codes_for(Path(task.inputs["codes"]), "src")), Vocab.load(task.inputs["src_vocab"])
+    model, info = load_model(Path(task.inputs["model"]))
+    vocab = Vocab.load(task.inputs["src_vocab"])
+    check_vocab(info, vocab, "src", task.inputs["src_vocab"], task.inputs["model"])
+    bpe = load_bpe(codes_for(Path(task.inputs["codes"]), "src"))
 
     def encode_lines(lines: list[str]) -> list[list[int]]:
         """The model's own preprocessing: tokenise, BPE, vocabulary ids."""

@@ -255,3 +255,17 @@ def test_fetch_senteval_from_loopback(server, tmp_path):
     with pytest.raises(PipelineError, match=r"tree_depth.txt:1: expected"):
         fetch_senteval(tmp_path / "out3", tmp_path / "cache", base_url=server.url("/probing"))
     assert not (tmp_path / "out3" / "TrDep.txt").exists()
+
+
+def test_the_probing_analysis_refuses_a_vocabulary_of_another_size_than_the_models(tmp_path):
+    from model_variants import V_SRC, save_model, save_vocab
+    from pipeline.analyses import Task
+    from pipeline.papers.hao2019.analyses import ProbingSettings, probing
+    (tmp_path / "codes").write_text("#version: 0.2\nw 1\n")
+    (tmp_path / "tasks").mkdir()
+    inputs = {"model": str(save_model(tmp_path / "model.pt")), "tasks": str(tmp_path / "tasks"),
+              "codes": str(tmp_path), "src_vocab": str(save_vocab(tmp_path / "vocab.src", V_SRC + 1))}
+    task = Task(inputs=inputs, settings=ProbingSettings(corpus="toy"), context={"lang": "en"}, outputs={})
+    with pytest.raises(PipelineError, match=f"vocab.src: src vocabulary of {V_SRC + 1} tokens, but .*model.pt was "
+                                            f"trained with {V_SRC}"):
+        probing(task)

@@ -38,10 +38,10 @@ def test_every_werlen2018_target_dry_runs_at_paper_scale(tmp_path):
                  '"adadelta_eps": 1e-06', '"clip_norm": 1.0', '"max_steps": 300000', '"embed": 500',
                  '"hidden": 1024', '"dropout": 0.5', '"weight_init_scale": 0.01', '"summary_score": "content_scope"',
                  '"state_attention": "memory"', '"beam": 5, "length": "normalize"', '"test": "paired_t_test"',
-                 '--sentences 1000000 --batch-size 50', '--sentences 50 --seed 1 --sheet',
+                 '"batch_size": 50, "sentences": 1000000', '"seed": 1, "sentences": 50, "sheets": ""',
                  '"max_distance": 50, "parses": "", "sentence": 1, "sentences": 400, "trees": 3'):
         assert text in dry.stdout, text
-    assert "--filled" not in dry.stdout  # no filled-in sheets yet
+    assert '"filled": []' in dry.stdout and '"filled": ["' not in dry.stdout  # no filled-in sheets yet
     # the local profile: plain processes on this machine (one GPU per model: no torchrun), no Slurm
     assert "torchrun" not in dry.stdout and "slurm" not in dry.stdout.lower()
     assert len(re.findall(r"OMP_NUM_THREADS=\d+ python -m pipeline train --spec", dry.stdout)) == 20
@@ -146,7 +146,7 @@ def test_tables_3_5_and_figure_2_build_on_toy_corpora(tmp_path):
     werlen["tables"]["werlen2018-table5"]["analyses"]["ranking"]["sheets"] = "filled-sheets"
     params.write_text(yaml.safe_dump(werlen, sort_keys=False, allow_unicode=True), encoding="utf-8")
     rerun = run(["snakemake", *PROFILE, "--", "results/werlen2018/table5.tsv"], ws, timeout=300)
-    assert "--filled filled-sheets/en-zh.tsv" in rerun.stdout + rerun.stderr
+    assert '"filled": ["filled-sheets/en-zh.tsv"]' in rerun.stdout + rerun.stderr
     assert not re.search(r"rule (train|translate):", rerun.stdout + rerun.stderr)  # only the tally and the table
 
     table5 = read_table(table5_file)

@@ -29,8 +29,8 @@ def test_every_zhang2018_target_dry_runs_at_paper_scale(tmp_path):
                  '"embed": 512', '"hidden": 512', '"dropout": 0.5', '"weight_init": "uniform"',
                  '"weight_init_scale": 0.1', '"readout": "maxout"', '"rn_channels": [128, 256]',
                  '"rn_channels": [96]', '"beam": 10', '"test": "collins_sign_test"', "--sides tgt", "--sides >",
-                 "--vocab-size 30000", "--gold artifacts/paper/data/rn-zh-en/raw/test-align.links",
-                 "--scores artifacts/paper/eval/rn-zh-en-rnmt/test.multi-bleu-ci.json",
+                 "--vocab-size 30000", '"raw": "artifacts/paper/data/rn-zh-en/raw"', '"split": "test-align"',
+                 '"scores": "artifacts/paper/eval/rn-zh-en-rnmt/test.multi-bleu-ci.json"',
                  "--source ldc-zh-en", "--source wmt17pp-en-de", "--source wmt16b-en-de"):
         assert text in dry.stdout, text
     assert dry.stdout.count("gpu=1") >= 7 and "runtime=10080" in dry.stdout
