@@ -8,7 +8,8 @@ import torch.nn.functional as F
 
 from pipeline.data.batching import make_batch, token_batches
 from pipeline.data.vocab import EOS, PAD
-from pipeline.models import build_model
+from pipeline.errors import PipelineError
+from pipeline.models import build_model, validate_model
 from pipeline.models.seq2seq import Seq2Seq
 
 torch.set_num_threads(1)
@@ -175,3 +176,24 @@ def transformer_formula(d, f, enc, dec, v_src, v_tgt, shared=False, tied=False):
     attn, ffn, ln = 4 * (d * d + d), 2 * d * f + f + d, 2 * d
     emb = v_src * d + (0 if shared else v_tgt * d) + (0 if shared or tied else v_tgt * d)
     return enc * (attn + ffn + 2 * ln) + dec * (2 * attn + ffn + 3 * ln) + emb
+
+
+def assert_causal(model, src, tgt, t=2):
+    """Changing target tokens after position t leaves the logits up to t unchanged and changes the later ones."""
+    changed = tgt.clone()
+    changed[:, t + 1:] = (changed[:, t + 1:] + 1 - 4) % (V_TGT - 4) + 4
+    with torch.no_grad():
+        before, after = model(src, tgt), model(src, changed)
+    assert (before[:, :t + 1] - after[:, :t + 1]).abs().max().item() < 1e-6
+    assert (before[:, t + 1:] - after[:, t + 1:]).abs().max().item() > 1e-3
+
+
+def assert_option_error(spec, words):
+    """Both validating and building the model spec raise a PipelineError holding every one of `words`."""
+    for check in (lambda: validate_model(spec), lambda: build_model(spec, V_SRC, V_TGT)):
+        try:
+            check()
+        except PipelineError as err:
+            assert all(w in str(err) for w in words), str(err)
+        else:
+            raise AssertionError(f"no error for {spec}")

@@ -88,13 +88,6 @@ def load_steps() -> dict[str, Step]:
     return STEPS
 
 
-def get_step(name: str) -> Step:
-    steps = load_steps()
-    if name not in steps:
-        raise PipelineError(f"unknown step {name!r}; expected one of {', '.join(sorted(steps))}")
-    return steps[name]
-
-
 def rule_steps() -> dict[str, Step]:
     """Snakemake rule -> the step it calls."""
     return {rule: step for step in load_steps().values() for rule in step.rules}

@@ -28,7 +28,7 @@ class RerankArgs:
     batch_size: int = arg(50)
 
 
-@register_step("rerank", RerankArgs, rules=("rerank",), stage="eval", code=("pipeline.steps.decoding",),
+@register_step("rerank", RerankArgs, rules=("rerank",), stage="eval",
                help="rerank n-best lists by a model's (or an ensemble's) log-probability")
 def rerank(args: RerankArgs) -> None:
     from pipeline.rerank import rerank_lists

@@ -30,7 +30,7 @@ for _analysis in declared_analyses().values():
             item=r"[^./]+",
         params:
             settings=lambda wc, a=_analysis: q(analysis_job(a, wc).settings),
-            inputs=lambda wc, a=_analysis: q(dict(a.inputs(analysis_job(a, wc)))),
+            inputs=lambda wc, input: q({name: input[name] for name in input.keys()}),  # as resolved above
             context=lambda wc, a=_analysis: q(a.context(analysis_job(a, wc))),
             extra=lambda wc, output, a=_analysis: q({name: output[name] for name in a.extra_outputs}),
             omp=1 if resources_of(_analysis.step).alone else resources_of(_analysis.step).threads,
