@@ -181,6 +181,15 @@ class Table:
             raise PipelineError(f"{system} is not in table {self.name}")
         return next(((r, c) for r, c in found if self.baseline(r, c)), found[0])
 
+    def tested_at(self, system: str, split: str) -> tuple[str, str]:
+        """The (row, column) where `system` is tested against a baseline on test set `split` (a system may fill
+        several columns)."""
+        found = [(row, col) for row, by_col in self.cells.items() for col, name in by_col.items()
+                 if name == system and self.test_sets[col] == split and self.baseline(row, col)]
+        if not found:
+            raise PipelineError(f"{system} is not tested on {split} in table {self.name}")
+        return found[0]
+
     def test_set_of(self, system: str) -> str:
         """The test set of the column where a system is tested (see position)."""
         return self.test_sets[self.position(system)[1]]

@@ -12,19 +12,9 @@ def table_of(wildcards):
     return f"{wildcards.paper}-{wildcards.output}"
 
 
-def tested_cell(table, system, split):
-    """The (row, column) where `system` is tested on test set `split` (a system may fill several columns)."""
-    spec = P.tables[table]
-    found = [(row, col) for row, by_col in spec.cells.items() for col, name in by_col.items()
-             if name == system and spec.test_sets[col] == split and spec.baseline(row, col)]
-    if not found:
-        raise ValueError(f"{system} is not tested on {split} in table {table}")
-    return found[0]
-
-
 def significance_inputs(wildcards):
     spec = P.tables[wildcards.table]
-    row, col = tested_cell(wildcards.table, wildcards.system, wildcards.split)
+    row, col = spec.tested_at(wildcards.system, wildcards.split)
     metric, _ = spec.tested()
     return {"system": score_file(wildcards.system, wildcards.split, metric),
             "baseline": score_file(spec.baseline(row, col), wildcards.split, metric)}
