@@ -23,8 +23,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt workflows/fix_dvc_dry_run.py
 run: venv
 	bash workflows/run.sh $(TABLE)
 
+# one test process per core, at most TEST_WORKERS; the end-to-end runs are started first (tests/conftest.py)
+TEST_WORKERS ?= 2
 test: venv
-	pytest -ra --durations=15
+	pytest -ra --durations=15 -n $(shell n=$$(nproc); echo $$(( n < $(TEST_WORKERS) ? n : $(TEST_WORKERS) ))) --dist worksteal
 
 # the inner loop: everything but the end-to-end runs (Snakemake, DVC, Slurm), a few minutes
 test-fast: venv

@@ -9,6 +9,7 @@ makes each depend on what that step itself uses, not on its neighbours' imports.
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 from functools import lru_cache
 from pathlib import Path
@@ -101,3 +102,8 @@ def code_files(functions: Iterable[Callable], modules: Iterable[str] = ()) -> li
         parts = name.split(".")
         files |= {path for i in range(1, len(parts) + 1) if (path := _module_file(".".join(parts[:i])))}
     return sorted(str(p.relative_to(REPO)) for p in files)
+
+
+def file_digests(files: Iterable[str]) -> dict[str, str]:
+    """{repository-relative file: sha256 of its bytes (16 hex digits)}: the code part of a training run's key."""
+    return {name: hashlib.sha256((REPO / name).read_bytes()).hexdigest()[:16] for name in sorted(files)}

@@ -16,14 +16,13 @@ from __future__ import annotations
 import yaml
 
 from pipeline.analyses import table_jobs
-from pipeline.code_deps import code_files
 from pipeline.config import Params
 from pipeline.evaluate.metrics import get_metric
 from pipeline.evaluate.significance import get_test
 from pipeline.paths import Paths
-from pipeline.steps import load_steps
+from pipeline.steps import load_steps, step_files
 
-SMK = "snakemake --profile workflows/profiles/local --quiet rules"
+SMK = "python -m pipeline.job_tree snakemake --profile workflows/profiles/local --quiet rules"  # stops whole (job_tree.py)
 ART = "${paths.artifacts}/${scale}"
 FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
 
@@ -70,13 +69,6 @@ def stage_rules(stage: str) -> str:
     return " ".join(sorted(rule for step in load_steps().values() if step.stage == stage for rule in step.rules))
 
 
-def step_code(names, modules=(), functions=()) -> list[str]:
-    """The files the named steps (and the modules and functions named) depend on."""
-    steps = load_steps()
-    return code_files([steps[name].run for name in names] + list(functions),
-                      [m for name in names for m in steps[name].code] + list(modules))
-
-
 def stages(p: Params) -> dict:
     """The `stages:` mapping of dvc.yaml."""
     steps = load_steps()
@@ -85,19 +77,22 @@ def stages(p: Params) -> dict:
     out["corpus"] = _group(
         {name: {"file": p.files[c.paper]} for name, c in p.corpora.items()},
         {"cmd": f"{SMK} --allowed-rules {stage_rules('corpus')} -- {ART}/data/${{key}}/ready",
-         "deps": step_code(corpus), "params": ["scale", "seed", {"${item.file}": ["corpora.${key}"]}],
+         "deps": step_files(corpus), "params": ["scale", "seed", {"${item.file}": ["corpora.${key}"]}],
          "outs": [f"{ART}/data/${{key}}"]})
 
     train_keys = max(len(e.params_keys) for e in p.experiments.values())
+    trainer = step_files(["train"])
+    code = {name: sorted(set(_model_code(p, [name])) - set(trainer)) for name in p.experiments}
+    c_width = max(map(len, code.values()))
     items = {}
     for name, exp in p.experiments.items():
         files, keys = _keys(exp.params_keys)
         start = [f"models/{exp.init}"] if exp.init else [f"data/{exp.corpus}"]  # the baseline fine-tuned, if any
-        items[name] = {"corpus": exp.corpus, "start": start[0], **_slots("f", files, train_keys),
-                       **_slots("k", keys, train_keys)}
+        items[name] = {"corpus": exp.corpus, "start": start[0], **_slots("c", code[name], c_width),
+                       **_slots("f", files, train_keys), **_slots("k", keys, train_keys)}
     out["train"] = _group(items, {
         "cmd": f"{SMK} --allowed-rules {stage_rules('train')} -- {ART}/models/${{key}}/model.pt",
-        "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + step_code(["train"]),
+        "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + trainer + _dep_lines("c", c_width, False),
         "params": ["seed", "precision"] + _param_lines(train_keys),
         "outs": [f"{ART}/models/${{key}}", f"{ART}/curves/${{key}}"]})
 
@@ -165,7 +160,13 @@ def _system_code(p: Params, system: str) -> list[str]:
     else:
         steps = ["external" if system in p.external else "translate"]
     metrics = {type(get_metric(metric)).__module__ for _, metric in p.scores_of(system)}
-    return step_code(steps + ["score", "scores"], sorted(metrics))
+    return sorted(set(step_files(steps + ["score", "scores"], sorted(metrics))) | set(_model_code(p, p.members(system))))
+
+
+def _model_code(p: Params, experiments) -> list[str]:
+    """The files the models of these experiments are built from (their encoders' and decoders' modules)."""
+    from pipeline.models.registry import model_code
+    return sorted({f for name in experiments for f in model_code(p.model_spec(name))})
 
 
 def _artifact_folder(paths: Paths, path: str) -> str | None:
@@ -197,7 +198,7 @@ def _table_code(p: Params, table) -> list[str]:
         modules += [get_test(table.significance.test).__module__,
                     type(get_metric(table.tested()[0])).__module__]
     kinds = {analysis.step for analysis, _ in table_jobs(p, Paths(p.root), table)}
-    return step_code(names + sorted(kinds), modules, [load_papers()[table.layout].function])
+    return step_files(names + sorted(kinds), modules, [load_papers()[table.layout].function])
 
 
 def dvc_yaml(p: Params) -> str:

@@ -17,6 +17,12 @@ def _single_thread_torch():
     torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end runs (marked slow) first: spread over the workers (make test runs one per core), they end
+    together instead of one of them running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT

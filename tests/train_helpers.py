@@ -55,11 +55,13 @@ TOY_RECIPE = dict(lr=8.0, batch_size=20, batch_unit="sentences", optimizer="sgd"
                   valid_every=3, checkpoint_every=3, log_every=3)
 
 
-def toy_fit(toy, root: Path, **recipe):
-    """fit the Aligned model (seed 0) with TOY_RECIPE updated by `recipe`; returns (summary, model)."""
+def toy_fit(toy, root: Path, meta: dict | None = None, **recipe):
+    """fit the Aligned model (seed 0) with TOY_RECIPE updated by `recipe` (toy's meta updated by `meta`); returns
+    (summary, model)."""
     model = Aligned(toy["V"])
     summary = fit(model, toy["train"], toy["valid"], Recipe(**{**TOY_RECIPE, **recipe}), run_dir=root / "run",
-                  out_dir=root / "out", curves_dir=root / "curves", meta=toy["meta"], progress=False)
+                  out_dir=root / "out", curves_dir=root / "curves", meta={**toy["meta"], **(meta or {})},
+                  progress=False)
     return summary, model
 
 

@@ -14,7 +14,10 @@ elif [ -f "$table" ]; then
   cp "$table" "$committed"
 fi
 started=$(date +%s)
-snakemake --profile workflows/profiles/local --forcerun table figure -- "$table"
+snakemake=(snakemake --profile workflows/profiles/local --forcerun table figure)
+dry=$("${snakemake[@]}" -n -- "$table" 2>&1) || { echo "$dry" >&2; exit 1; }
+python -m pipeline plan --target "$table" <<< "$dry"   # which systems are trained and which remain
+"${snakemake[@]}" -- "$table"
 echo "built $table in $(( $(date +%s) - started )) s"
 cat "${table%.tsv}.md" 2>/dev/null || true
 python -m pipeline compare --committed "$committed" --rebuilt "$table"

@@ -46,6 +46,19 @@ def build_model(spec: Mapping[str, Any] | ModelSpec, src_vocab_size: int, tgt_vo
     return EncoderDecoder(encoder, decoder, spec.model_options, src_vocab_size, tgt_vocab_size, spec=spec)
 
 
+def model_code(spec: Mapping[str, Any] | ModelSpec) -> list[str]:
+    """Repository files a model of this spec is built from: its encoder's and decoder's modules and options
+    modules, with what they import (with the trainer's, the code its weights depend on)."""
+    from pipeline.code_deps import code_files
+    from pipeline.models.options import DECODER_OPTIONS, ENCODER_OPTIONS
+
+    spec = validate_model(spec)
+    load_modules()
+    classes = (ENCODERS[spec.encoder], DECODERS[spec.decoder], ENCODER_OPTIONS[spec.encoder],
+               DECODER_OPTIONS[spec.decoder])
+    return code_files([], sorted({cls.__module__ for cls in classes}))
+
+
 def count_parameters(model: nn.Module) -> int:
     """Number of distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in model.parameters())

@@ -88,6 +88,14 @@ def load_steps() -> dict[str, Step]:
     return STEPS
 
 
+def step_files(names, modules=(), functions=()) -> list[str]:
+    """Repository files the named steps (and the modules and functions named) depend on (pipeline/code_deps.py)."""
+    from pipeline.code_deps import code_files
+    steps = load_steps()
+    return code_files([steps[name].run for name in names] + list(functions),
+                      [m for name in names for m in steps[name].code] + list(modules))
+
+
 def rule_steps() -> dict[str, Step]:
     """Snakemake rule -> the step it calls."""
     return {rule: step for step in load_steps().values() for rule in step.rules}

@@ -1,5 +1,5 @@
-"""Steps about the project itself: check the params files, list targets, write dvc.yaml, compare a rebuilt table,
-describe an experiment, render a report page."""
+"""Steps about the project itself: check the params files, list targets, plan a build, write dvc.yaml, compare a
+rebuilt table, describe an experiment, render a report page."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,6 +38,41 @@ def targets(args: TargetsArgs) -> None:
     for table in load_params(args.params).tables.values():
         if args.paper is None or table.paper == args.paper:
             print(table.target)
+
+
+@dataclass
+class PlanArgs:
+    target: str = arg(help="a table or figure, results/<paper>/<name>.tsv")
+    dry_run: str = arg("-", help="the output of `snakemake -n` for it (- : standard input)")
+    params: str = arg("params.yaml")
+
+
+@register_step("plan", PlanArgs, help="say which systems of a table are trained and which remain (from a dry run)")
+def plan(args: PlanArgs) -> None:
+    import re
+    import sys
+
+    from pipeline.config import load_params
+    params = load_params(args.params)
+    table = next((t for t in params.tables.values() if t.target == args.target), None)
+    if table is None:
+        raise PipelineError(f"{args.target}: not a table or figure of the params files; expected one of "
+                            f"`python -m pipeline targets`")
+    text = sys.stdin.read() if args.dry_run == "-" else Path(args.dry_run).read_text(encoding="utf-8")
+    jobs = set()  # (rule, first wildcard's value) of each job block
+    for block in re.split(r"\n\s*\n", text):
+        rule, wildcard = re.search(r"^(?:local)?rule (\w+):", block, re.M), re.search(r"^ +wildcards: \w+=([^,\n]+)",
+                                                                                   block, re.M)
+        if rule and wildcard:
+            jobs.add((rule.group(1), wildcard.group(1)))
+    to_train = sorted(value for rule, value in jobs if rule == "train")
+    to_score = sorted(value for rule, value in jobs if rule == "score")
+    needed = sorted({m for system in table.systems() for m in params.members(system)} | set(to_train))
+    done = [name for name in needed if name not in to_train]
+    print(f"{args.target}: {len(needed)} trained systems, {len(done)} done"
+          + (f" ({', '.join(done)})" if done else "")
+          + f", {len(to_train)} to train" + (f" ({', '.join(to_train)})" if to_train else "")
+          + f"; {len(to_score)} to decode and score")
 
 
 @dataclass

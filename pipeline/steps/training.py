@@ -33,6 +33,16 @@ def encode_parallel(src_path, tgt_path, src_vocab, tgt_vocab):
     return [src_vocab.encode(s) for s in src], [tgt_vocab.encode(t) for t in tgt]
 
 
+def weights_code(model_spec: dict) -> dict[str, str]:
+    """The code that defines a system's weights, file by file (in its run key: an edit trains it afresh): the
+    train step's own code and its model's (the files dvc.yaml's train@ stage depends on)."""
+    from pipeline.code_deps import file_digests
+    from pipeline.models.registry import model_code
+    from pipeline.steps import step_files
+
+    return file_digests(set(step_files(["train"])) | set(model_code(model_spec)))
+
+
 @register_step("train", TrainArgs, rules=("train",), stage="train",
                code=("pipeline.train", "pipeline.recipe", "pipeline.checkpoint", "pipeline.models.registry",
                      "pipeline.data.vocab", "pipeline.data.batching"),
@@ -55,7 +65,7 @@ def train(args: TrainArgs) -> None:
     init_state = load_model(Path(args.init))[0].state_dict() if args.init else None
     recipe = Recipe.from_dict({**spec["recipe"], "seed": spec["seed"]}, where=f"recipe of {spec['experiment']}")
     meta = {"experiment": spec["experiment"], "model": spec["model"], "init": args.init,
-            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
+            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "code": weights_code(spec["model"])}
     summary = fit(model, train_data, valid, recipe, run_dir=Path(args.run_dir), out_dir=Path(args.out_dir),
                   curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress)
     print(json.dumps({k: summary[k] for k in ("steps", "epochs", "final_valid_nll", "kept") if k in summary}))

@@ -4,9 +4,9 @@ updates or epochs; keep the last, best or averaged weights; float32 or bfloat16 
 gradient clipping, atomic checkpoints and bitwise-exact resume, DDP (gloo on CPU, nccl on GPU), learning curves
 (dvclive TSVs) and tqdm.
 
-Modules: builders (what a recipe names), state (seeding, RNG states, run key, restart policy), distributed (Dist),
-curves (CurveLog), trainer (Trainer, the loop), fitting (fit). Imports are absolute, so that pipeline.dvcgen's code
-closure finds every module of the package.
+Modules: builders (what a recipe names), state (seeding, RNG states, run key, restart policy), run_dir (its lock,
+setting a run aside), distributed (Dist), curves (CurveLog), trainer (Trainer, the loop), fitting (fit). Imports
+are absolute, so that pipeline.dvcgen's code closure finds every module of the package.
 """
 from __future__ import annotations
 

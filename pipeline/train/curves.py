@@ -20,7 +20,8 @@ class CurveLog:
     """dvclive learning curves in run_dir/dvclive (resume-safe) plus a tqdm bar, or without the bar a progress line
     every PROGRESS_EVERY_S seconds; rank 0 only."""
 
-    def __init__(self, run_dir: Path, resume_step: int, total_steps: int, progress: bool, tokens: float = 0.0):
+    def __init__(self, run_dir: Path, resume_step: int, total_steps: int, progress: bool, tokens: float = 0.0,
+                 label: str | None = None):
         from tqdm import tqdm
 
         self.dir = run_dir / "dvclive"
@@ -30,6 +31,7 @@ class CurveLog:
         self.bar = tqdm(total=total_steps, initial=resume_step, disable=not progress, desc="train",
                         dynamic_ncols=True, file=sys.stderr)
         self.total, self.lines = total_steps, not progress
+        self.label = f"{label}: " if label else ""  # names the run in progress lines (parallel jobs share a terminal)
         # rates count from this attempt's start, on the wall clock (validation and checkpoints included)
         self._start = (time.monotonic(), resume_step, tokens)
         self._last_line, self._last_step = self._start[0], resume_step
@@ -57,7 +59,7 @@ class CurveLog:
             self.report(step, tokens, detail)
 
     def report(self, step: int, tokens: float, detail: str = "") -> None:
-        """`step 1200/3000 (40%), 3.1 steps/s, 4,100 target tokens/s, ~9 min left[, detail]` in the job log;
+        """`[label: ]step 1200/3000 (40%), 3.1 steps/s, 4,100 target tokens/s, ~9 min left[, detail]` in the job log;
         tokens: target tokens trained on so far (all attempts)."""
         now = time.monotonic()
         began, first_step, first_tokens = self._start
@@ -66,7 +68,7 @@ class CurveLog:
         left = max(self.total - step, 0)
         eta = _duration(left / steps_per_s) if steps_per_s > 0 else "?"
         rate = f"{steps_per_s:.1f}" if steps_per_s >= 1 else f"{steps_per_s:.2g}"
-        line = (f"step {step}/{self.total} ({min(step / max(self.total, 1), 1):.0%}), {rate} steps/s, "
+        line = (f"{self.label}step {step}/{self.total} ({min(step / max(self.total, 1), 1):.0%}), {rate} steps/s, "
                 f"{tokens_per_s:,.0f} target tokens/s, ~{eta} left")
         self.note(f"{line}, {detail}" if detail else line)
         self._last_line, self._last_step = now, step

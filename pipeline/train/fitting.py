@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.precision import resolve
 from pipeline.recipe import Recipe
 from pipeline.train.distributed import Dist
+from pipeline.train.run_dir import run_lock
 from pipeline.train.state import restart_policy, run_key
 from pipeline.train.trainer import Trainer
 
@@ -25,8 +27,9 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     the model) and may hold anything else identifying the run. model.pt holds the kept weights (recipe.keep;
     train.json "kept" says which step(s)), and `model` holds them on return. Checkpoints go to run_dir (last.pt,
     best.pt, best_bleu.pt, average/); an existing run_dir/last.pt is resumed (bitwise exact on the same world size
-    and device), one written by a different model/recipe/data is refused with a PipelineError -- unless the run
-    was COMPLETE, then run_dir is deleted and the run starts afresh (restart_policy). init_state: weights to start
+    and device), one written by a different model/recipe/code/data is refused with a PipelineError; a COMPLETE run is
+    continued only when the recipe asks for more updates, else set aside and trained afresh (restart_policy).
+    <run_dir>.lock is held while training (one trainer per run). init_state: weights to start
     from (fine-tuning; train.json lists the parameters left fresh). recipe.precision is resolved for the device
     (pipeline.precision) and kept as meta["precision"]: part of the run key, in train.json and in model.pt, whose
     decoding follows it. Under torchrun (WORLD_SIZE > 1) every rank
@@ -38,12 +41,15 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     run_dir = Path(run_dir)
     dist_ = Dist()
     meta = {**meta, "precision": resolve(recipe.precision, dist_.device)}  # in the run key and the model file
-    try:
+    with ExitStack() as stack:
+        stack.callback(dist_.close)
+        if dist_.main:
+            stack.enter_context(run_lock(run_dir))
         key = run_key(meta, recipe, train, valid)
         if dist_.main:
             why = restart_policy(run_dir, key, recipe)
             if why:
-                print(f"{run_dir}: finished run deleted, training afresh ({why})", file=sys.stderr)
+                print(f"{run_dir}: finished run not reused, training afresh ({why})", file=sys.stderr)
         dist_.barrier()
         trainer = Trainer(model, train, valid, recipe, run_dir, meta, dist_, progress, key)
         trainer.dropped_too_long = {"train": n_train, "valid": n_valid, "limit": limit}
@@ -56,8 +62,6 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
         finally:
             if trainer.log:
                 trainer.log.close()
-    finally:
-        dist_.close()
 
 
 def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | None

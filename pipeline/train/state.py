@@ -7,7 +7,6 @@ import json
 import math
 import os
 import random
-import shutil
 import socket
 from array import array
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import torch
 from pipeline.checkpoint import load_file
 from pipeline.errors import PipelineError
 from pipeline.recipe import Recipe
+from pipeline.train.run_dir import set_aside
 
 STATE_FORMAT = "nmt-repro-train-state/2"
 # Recipe keys that may change between a checkpoint and its resumption: cadence and how long to train, unless the
@@ -133,23 +133,35 @@ def _differences(old: dict, new: dict) -> list[str]:
     for part in ("meta", "recipe"):
         a, b = old.get(part, {}), new.get(part, {})
         for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key):
+            if part == "meta" and key == "code" and a.get(key) != b.get(key):
+                old_code, new_code = a.get(key) or {}, b.get(key) or {}
+                changed = sorted(f for f in set(old_code) | set(new_code) if old_code.get(f) != new_code.get(f))
+                out.append(f"code changed: {', '.join(changed)}")
+            elif a.get(key) != b.get(key):
                 out.append(f"{part}.{key}: checkpoint {a.get(key)!r}, now {b.get(key)!r}")
     if old.get("data") != new.get("data"):
         out.append("training/validation data differ (fingerprint)")
     return out
 
 
-def restart_policy(run_dir: Path, key: dict, recipe: Recipe) -> str | None:
-    """Delete a run_dir marked COMPLETE that cannot continue into this run (its run key differs, or it is past
-    the recipe's max_steps / max_epochs); return why, or None when it is kept (to resume or continue).
+def _continues(progress: dict, recipe: Recipe) -> bool:
+    """Whether the recipe asks for more updates than a checkpoint holds (max_steps or max_epochs raised)."""
+    if recipe.max_steps:
+        return progress["step"] < recipe.max_steps
+    return (progress["epoch"], progress["position"]) < (recipe.max_epochs, 0)
 
-    A kept COMPLETE marker is removed: until this fit finishes, the run is incomplete again (a changed run key
-    is then refused, not silently discarded). A run_dir without the marker is left to the resume checks."""
+
+def restart_policy(run_dir: Path, key: dict, recipe: Recipe) -> str | None:
+    """Set aside a run_dir marked COMPLETE unless this run continues it (same run key, the recipe asks for more
+    updates); return why it was set aside and where, or None.
+
+    A finished run asked for again (its outputs deleted by `--force`/`--forcerun`, or a model, trainer or recipe
+    change) is trained from scratch, never silently reused. A kept COMPLETE marker is removed: until this fit
+    finishes, the run is incomplete again. A run_dir without the marker is left to the resume checks (an unfinished
+    run of a different key is refused, not discarded)."""
     marker = Path(run_dir) / COMPLETE
     if not marker.exists():
         return None
-    why = None
     try:
         ckpt = load_file(Path(run_dir) / "last.pt")
     except PipelineError as err:
@@ -159,9 +171,9 @@ def restart_policy(run_dir: Path, key: dict, recipe: Recipe) -> str | None:
             why = f"training state format {ckpt.get('format')!r}, expected {STATE_FORMAT}"
         else:
             why = "; ".join(_differences(ckpt["run_key"], key)) or _beyond(ckpt["progress"], recipe)
+            if not why and not _continues(ckpt["progress"], recipe):
+                why = f"finished at step {ckpt['progress']['step']} and asked for again (a forced rerun)"
     if why:
-        shutil.rmtree(run_dir)
-        return why
+        return f"{why}; set aside in {set_aside(run_dir)}"
     marker.unlink()
     return None
-

@@ -85,8 +85,8 @@ class Trainer:
             np.random.seed(self.recipe.seed % 2**32)
         r = self.recipe
         total = r.max_steps or r.max_epochs * len(self._batches(0))
-        self.log = (CurveLog(self.run_dir, self.state.step, total, self.progress, self.state.tokens)
-                    if self.dist.main else None)
+        self.log = (CurveLog(self.run_dir, self.state.step, total, self.progress, self.state.tokens,
+                             label=self.meta.get("experiment")) if self.dist.main else None)
 
     def _resume(self, ckpt: dict, path: Path) -> None:
         """Load weights, optimizer, scheduler, progress and RNG states; refuse a checkpoint of a different run."""

@@ -77,3 +77,13 @@ def test_progress_lines_change_no_weights(toy, tmp_path, monkeypatch):
     monkeypatch.setattr(curves, "PROGRESS_EVERY_S", 0.0)
     _, chatty = toy_fit(toy, tmp_path / "chatty", max_steps=12)
     assert equal_weights(quiet.state_dict(), chatty.state_dict())
+
+
+def test_a_named_run_names_itself_in_each_line(toy, tmp_path, monkeypatch, capsys):
+    # parallel jobs share make run's terminal: each line says which system it is about
+    monkeypatch.setattr(curves, "PROGRESS_EVERY_S", 3600.0)
+    toy_fit(toy, tmp_path, max_steps=6, meta={"experiment": "ende-big"})
+    err = capsys.readouterr().err
+    named = [line.removeprefix("ende-big: ") for line in err.splitlines() if line.startswith("ende-big: step ")]
+    assert [line["step"] for line in progress_lines("\n".join(named))] == [3, 6]
+    assert not [line for line in err.splitlines() if line.startswith("step ")]

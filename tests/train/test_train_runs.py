@@ -4,6 +4,8 @@ import dataclasses
 import json
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,26 +28,58 @@ def _model(spec: dict, vocab_size: int):
 
 
 # ------------------------------------------------------------------------------- restart policy, curves
-def test_a_finished_run_is_kept_when_nothing_changed(toy, tmp_path):
+def _set_aside(root: Path) -> list[Path]:
+    return sorted((root / "run.set-aside").iterdir()) if (root / "run.set-aside").exists() else []
+
+
+def test_a_finished_run_asked_for_again_is_set_aside_and_trained_from_scratch(toy, tmp_path):
+    # `dvc repro --force` / `snakemake --forcerun train` delete the outputs and call the trainer again: it must train,
+    # not write the finished run's weights back (it reloaded them before)
     first, model = toy_fit(toy, tmp_path, max_steps=6)
     assert (tmp_path / "run" / "COMPLETE").is_file() and first["resumed_from_step"] == 0
-    again, model2 = toy_fit(toy, tmp_path, max_steps=6, log_every=2)   # cadence may change
-    assert again["resumed_from_step"] == 6 and again["steps"] == 6
-    assert equal_weights(model.state_dict(), model2.state_dict())
+    again, model2 = toy_fit(toy, tmp_path, max_steps=6, log_every=2)
+    assert again["resumed_from_step"] == 0 and again["steps"] == 6 and again["wall_time_s"] > 0
+    assert equal_weights(model.state_dict(), model2.state_dict())   # deterministic: the same weights, trained again
+    (old,) = _set_aside(tmp_path)    # the finished run is kept aside, not deleted
+    assert (old / "COMPLETE").is_file() and (old / "last.pt").is_file()
     assert (tmp_path / "run" / "COMPLETE").is_file()
 
 
-def test_a_finished_run_of_another_recipe_is_deleted_and_trained_afresh(toy, tmp_path):
-    toy_fit(toy, tmp_path / "a", max_steps=6)
+def test_a_finished_run_of_another_recipe_or_code_is_set_aside_and_trained_afresh(toy, tmp_path, capfd):
+    toy_fit(toy, tmp_path / "a", max_steps=6, meta={"code": {"pipeline/models/x.py": "1", "pipeline/y.py": "1"}})
     (tmp_path / "a" / "run" / "stray.txt").write_text("from the old run")
-    summary, model = toy_fit(toy, tmp_path / "a", max_steps=6, lr=4.0)
+    summary, model = toy_fit(toy, tmp_path / "a", max_steps=6, lr=4.0,
+                             meta={"code": {"pipeline/models/x.py": "1", "pipeline/y.py": "1"}})
     assert summary["resumed_from_step"] == 0 and summary["steps"] == 6
     assert not (tmp_path / "a" / "run" / "stray.txt").exists() and (tmp_path / "a" / "run" / "COMPLETE").is_file()
+    assert [p.name for p in _set_aside(tmp_path / "a")[0].iterdir() if p.suffix == ".txt"] == ["stray.txt"]
+    assert "recipe.lr: checkpoint 8.0, now 4.0" in capfd.readouterr().err
     _, fresh = toy_fit(toy, tmp_path / "b", max_steps=6, lr=4.0)
     assert equal_weights(model.state_dict(), fresh.state_dict())
+    # an edit of the code that defines the weights (the file's hash in the run key): trained afresh, saying which
+    changed, _ = toy_fit(toy, tmp_path / "a", max_steps=6, lr=4.0,
+                         meta={"code": {"pipeline/models/x.py": "2", "pipeline/y.py": "1"}})
+    assert changed["resumed_from_step"] == 0 and len(_set_aside(tmp_path / "a")) == 2
+    assert "code changed: pipeline/models/x.py;" in capfd.readouterr().err
     # a finished run past a lowered max_steps cannot continue either: afresh
     lowered, _ = toy_fit(toy, tmp_path / "a", max_steps=3, lr=4.0)
     assert lowered["resumed_from_step"] == 0 and lowered["steps"] == 3
+
+
+def test_a_run_directory_is_trained_by_one_process_at_a_time(toy, tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pipeline.train.run_dir import run_lock\n"
+                               "with run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)",
+                               str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(PipelineError, match=rf"run: being trained by pid {holder.pid} on .*; expected one trainer"):
+            toy_fit(toy, tmp_path, max_steps=3)
+        assert not (tmp_path / "out").exists() and not (tmp_path / "run").exists()   # nothing touched
+    finally:
+        holder.kill()
+        holder.wait()
+    summary, _ = toy_fit(toy, tmp_path, max_steps=3)   # the lock died with its holder
+    assert summary["steps"] == 3
 
 
 def test_curves_are_written_once_to_curves_dir(toy, tmp_path, monkeypatch):

@@ -92,7 +92,10 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
                              ("pipeline/gmbr.py", {"eval@ende-gmbr"}),
                              ("pipeline/steps/gmbr.py", {"eval@ende-gmbr"}),
                              ("pipeline/steps/analysis.py", {"figure@hao2019-length"}),  # ... an analysis kind's
-                             ("pipeline/evaluate/significance.py", {"table@hao2019-table3"})):
+                             ("pipeline/evaluate/significance.py", {"table@hao2019-table3"}),
+                             ("pipeline/models/recurrence.py",   # a model: the systems built from it
+                              {f"{stage}@{system}" for stage in ("train", "eval")
+                               for system in ("zhen-base-biarn", "ende-base-biarn")} | combined)):
         path = ws / module
         path.write_text(path.read_text() + "\n# edited\n")
         assert stale(ws) == expected, module
@@ -128,3 +131,15 @@ def test_exp_run_with_one_edit_reruns_only_its_stages(tmp_path):
     ran = stages_run(exp.stdout)
     assert {"train@ende-base", "train@ende-base-biarn", "table@hao2019-table3"} <= ran
     assert not ran & {"train@zhen-base", "train@zhen-base-biarn", "corpus@zh-en", "corpus@en-de"}, ran
+
+    # an edit of a model's code: `dvc repro` retrains the systems built from it, from scratch, to new weights
+    model = ws / "artifacts/tiny/models/ende-base-biarn/model.pt"
+    before = model.read_bytes()
+    module = ws / "pipeline/models/recurrence.py"
+    line = "h = torch.tanh(self.init_proj(masked_mean(h_in, pad)))"
+    module.write_text(module.read_text().replace(line, f"{line} * 0.5"))
+    repro = run(["dvc", "repro", "train@ende-base-biarn"], ws)
+    assert stages_run(repro.stdout) == {"train@ende-base-biarn"}
+    assert model.read_bytes() != before
+    assert json.loads((model.parent / "train.json").read_text())["resumed_from_step"] == 0
+    assert (ws / "artifacts/tiny/runs/ende-base-biarn.set-aside").is_dir()

@@ -59,6 +59,28 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
     dry = run(["snakemake", *PROFILE, "-n", TABLE], ws)
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
+    # an edit of a model's code retrains exactly the systems built from it, from scratch (their old runs set aside)
+    def weights():
+        return {s: (art / f"models/{s}/model.pt").read_bytes() for by_pair in systems.values() for s in by_pair.values()}
+
+    before = weights()
+    module = ws / "pipeline/models/recurrence.py"
+    line = "h = torch.tanh(self.init_proj(masked_mean(h_in, pad)))"
+    module.write_text(module.read_text().replace(line, f"{line} * 0.5"))
+    run(["snakemake", *PROFILE, TABLE], ws)
+    after = weights()
+    assert {s for s in before if before[s] != after[s]} == {"zhen-base-biarn", "ende-base-biarn"}
+    for system in ("zhen-base-biarn", "ende-base-biarn"):
+        assert json.loads((art / f"models/{system}/train.json").read_text())["resumed_from_step"] == 0
+    assert sorted(p.name for p in (art / "runs").glob("*.set-aside")) == ["ende-base-biarn.set-aside",
+                                                                          "zhen-base-biarn.set-aside"]
+    # a forced rerun trains again from scratch: the same bits (deterministic), not the old weights written back
+    run(["snakemake", *PROFILE, "--forcerun", "artifacts/tiny/models/ende-base/model.pt", "--", TABLE], ws)
+    summary = json.loads((art / "models/ende-base/train.json").read_text())
+    assert summary["resumed_from_step"] == 0 and summary["steps"] == TOY_RECIPE["max_steps"]
+    assert len(list((art / "runs/ende-base.set-aside").iterdir())) == 1
+    assert weights() == after
+
 
 def test_run_script_rebuilds_and_compares_then_retrains_nothing(tmp_path):
     ws = make_workspace(tmp_path / "ws")
@@ -68,12 +90,16 @@ def test_run_script_rebuilds_and_compares_then_retrains_nothing(tmp_path):
     first = run(["bash", "workflows/run.sh", TABLE], ws, timeout=1200)
     log = first.stdout + first.stderr
     assert re.search(r"^train\s+4$", log, flags=re.M), log       # it trained, though a table existed
+    systems = "ende-base, ende-base-biarn, zhen-base, zhen-base-biarn"
+    assert f"{TABLE}: 4 trained systems, 0 done, 4 to train ({systems}); 4 to decode and score" in first.stdout
+    assert re.search(r"^ende-base: step \d+/60 ", log, flags=re.M), log   # the trainers' progress on the terminal
     assert "DIFFERS from the committed table" in first.stdout
     second = run(["bash", "workflows/run.sh", TABLE], ws)
     log = second.stdout + second.stderr
     assert not re.search(r"^train\s+\d", log, flags=re.M), log   # retrains nothing
     assert re.search(r"^table\s+1$", log, flags=re.M), log
     assert "identical to the committed table" in second.stdout
+    assert f"{TABLE}: 4 trained systems, 4 done ({systems}), 0 to train; 0 to decode and score" in second.stdout
 
 
 TOY_PAPER = '''

@@ -3,6 +3,8 @@
 
 
 # the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
+import functools
+
 from pipeline.evaluate.curves import CURVES
 
 
@@ -26,6 +28,19 @@ def train_spec(wildcards):
             "seed": P.seed_of(exp.name), "init": exp.init}
 
 
+def weights_code(wildcards):
+    """The hashes of the code that defines the weights (the trainer's and the model's files): an edit reruns the job
+    (the params trigger), whose run key then differs, so it trains afresh."""
+    return code_hashes(json.dumps(P.model_spec(wildcards.exp), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def code_hashes(model_spec):
+    from pipeline.steps.training import weights_code as hashes
+
+    return hashes(json.loads(model_spec))
+
+
 def launcher(wildcards, resources):
     """One process per GPU through torchrun (DDP); plain python on one GPU or the CPU."""
     if resources.gpu > 1:
@@ -46,6 +61,7 @@ rule train:
         curves=[f"{R}/curves/{{exp}}/{curve}.tsv" for curve in CURVES],
     params:
         spec=lambda wc: q(train_spec(wc)),
+        code=weights_code,
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         run_dir=f"{R}/runs/{{exp}}",
         out_dir=f"{R}/models/{{exp}}",
@@ -63,4 +79,5 @@ rule train:
         "--train-src {input.train_src} --train-tgt {input.train_tgt} "
         "--valid-src {input.valid_src} --valid-tgt {input.valid_tgt} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "
-        "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {params.curves_dir} --no-progress > {log} 2>&1"
+        "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {params.curves_dir} --no-progress "
+        "2>&1 | tee {log}"  # progress lines in the job log and on the terminal

@@ -1,0 +1,157 @@
+#!/usr/bin/env python
+"""Interrupted trainings, resumed: SIGKILLs of a tiny training job at random points, each followed by a plain
+Snakemake run; then interrupts of `dvc repro --force` of the trained stage (Ctrl-C to its terminal's process group,
+or SIGKILL of the `dvc` process alone), each followed by a plain `dvc repro`. Prints, per trial, where it was
+stopped, whether anything outlived the interrupt, where the rerun started and whether the final model is bitwise
+the uninterrupted one; and whether the previous model stayed in DVC's cache.
+
+    python benchmarks/interrupts.py [--trials 5] [--seed 0] [--steps 400]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import yaml  # noqa: E402
+
+from workspace import TOY_HAO2019, env, make_workspace, run  # noqa: E402
+
+EXP = "ende-base"
+MODEL = f"artifacts/tiny/models/{EXP}/model.pt"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def processes(ws: Path, *words: str) -> list[int]:
+    """Live processes whose command line holds every word and that run in the workspace."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            status = (entry / "stat").read_text().split(")")[-1].split()[0]
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if status != "Z" and cwd == str(ws) and all(word in cmd for word in words):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(condition, timeout: float, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    return None
+
+
+def trainer_step(ws: Path) -> int:
+    """The step of the run's last checkpoint (0 without one)."""
+    import torch
+    last = ws / f"artifacts/tiny/runs/{EXP}/last.pt"
+    try:
+        return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
+    except Exception:  # absent, or being replaced
+        return 0
+
+
+def summary(ws: Path) -> dict:
+    return json.loads((ws / f"artifacts/tiny/models/{EXP}/train.json").read_text())
+
+
+def interrupted(ws: Path, cmd: list[str], rng: random.Random, stop) -> tuple[str, float, float]:
+    """Start cmd, wait until the trainer has run a random while, stop it with `stop(proc)`; return (when, how
+    long the job tree took to end, seconds trained before the stop)."""
+    proc = subprocess.Popen(cmd, cwd=ws, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    if not wait_for(lambda: processes(ws, "pipeline", "train", "--spec"), 300):
+        raise SystemExit(f"no trainer started by {' '.join(cmd)}")
+    began = time.monotonic()
+    time.sleep(rng.uniform(0.5, 6.0))
+    trained = time.monotonic() - began
+    at = trainer_step(ws)
+    stop(proc)
+    t0 = time.monotonic()
+    ended = wait_for(lambda: not processes(ws, "pipeline", "train") and not processes(ws, "snakemake"), 120)
+    proc.wait(timeout=120)
+    return f"after checkpoint step {at}", (time.monotonic() - t0) if ended else float("inf"), trained
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=400, help="training steps of the toy system")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+
+    paper = copy.deepcopy(TOY_HAO2019)
+    paper["recipes"]["toy"].update(max_steps=args.steps, checkpoint_every=max(args.steps // 20, 1))
+    root = Path(tempfile.mkdtemp(prefix="interrupts-"))
+    ws = make_workspace(root / "ws", papers={"hao2019": paper}, git=True)
+    run(["git", "add", "-A"], ws)
+    run(["git", "commit", "-qm", "toy project"], ws)
+    smk = ["snakemake", "--profile", "workflows/profiles/local"]
+    started = time.monotonic()
+    run(["dvc", "repro", f"train@{EXP}"], ws, timeout=3600)
+    reference = sha(ws / MODEL)
+    run(["git", "add", "-A"], ws)
+    run(["git", "commit", "-qm", "trained"], ws)
+    print(f"workspace={ws}")
+    print(f"reference: {EXP}, {args.steps} steps, model {reference}, "
+          f"dvc repro {time.monotonic() - started:.0f} s (corpus and training)")
+
+    same = 0
+    for trial in range(1, args.trials + 1):
+        how, stopped_in, trained = interrupted(ws, smk + ["--forcerun", MODEL, "--", MODEL], rng,
+                                               lambda proc: os.kill(processes(ws, "pipeline", "train")[0],
+                                                                    signal.SIGKILL))
+        run(smk + ["--", MODEL], ws, timeout=3600)
+        final, info = sha(ws / MODEL), summary(ws)
+        same += final == reference
+        print(f"sigkill trial={trial} killed={how} trained_before_s={trained:.1f} "
+              f"resumed_from_step={info['resumed_from_step']} identical={final == reference}")
+    print(f"sigkill_identical={same}/{args.trials}")
+
+    lock = yaml.safe_load((ws / "dvc.lock").read_text())
+    previous = next(o["md5"] for o in lock["stages"][f"train@{EXP}"]["outs"] if o["path"].endswith(f"models/{EXP}"))
+    same = kept = 0
+    for trial in range(1, args.trials + 1):
+        ctrl_c = trial % 2 == 1
+        stop = ((lambda proc: os.killpg(proc.pid, signal.SIGINT)) if ctrl_c
+                else (lambda proc: os.kill(proc.pid, signal.SIGKILL)))
+        how, stopped_in, trained = interrupted(ws, ["dvc", "repro", "--force", f"train@{EXP}"], rng, stop)
+        cached = (ws / ".dvc/cache/files/md5" / previous[:2] / previous[2:]).exists()
+        kept += cached
+        rerun = run(["dvc", "repro", f"train@{EXP}"], ws, timeout=3600).stdout
+        final, info = sha(ws / MODEL), summary(ws)
+        same += final == reference
+        source = ("restored from DVC's run cache" if "skipping run" in rerun
+                  else f"trained, resumed_from_step={info['resumed_from_step']}")
+        print(f"dvc trial={trial} interrupt={'ctrl-c' if ctrl_c else 'sigkill-dvc'} stopped={how} "
+              f"trained_before_s={trained:.1f} tree_ended_in_s={stopped_in:.1f} previous_model_in_cache={cached} "
+              f"rerun={source} identical={final == reference}")
+    print(f"dvc_identical={same}/{args.trials} previous_model_kept={kept}/{args.trials}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""pipeline.job_tree: a stage's command and everything it started stop with the process that ran it (DVC), however
+that process ends; the command's exit status passes through."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+# stands in for Snakemake: starts a grandchild (a trainer), writes both pids, then waits
+TREE = textwrap.dedent("""
+    import subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    open(sys.argv[1], "w").write(f"{__import__('os').getpid()} {child.pid}")
+    time.sleep(300)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as handle:   # a zombie waiting for its parent's wait() is gone too
+        return handle.read().split(")")[-1].split()[0] != "Z"
+
+
+def _started(pids_file, proc) -> list[int]:
+    for _ in range(300):
+        if pids_file.exists() and pids_file.read_text().count(" ") == 1:
+            return [int(p) for p in pids_file.read_text().split()]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("the job tree did not start")
+
+
+def _gone(pids: list[int], within: float = 20.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(_alive(pid) for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_the_process_that_ran_the_stage_stops_the_whole_tree(tmp_path, how):
+    pids_file = tmp_path / "pids"
+    # the stand-in for DVC: runs the stage command as its child and waits for it
+    dvc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
+                            sys.executable, "-m", "pipeline.job_tree", sys.executable, "-c", TREE, str(pids_file)],
+                           start_new_session=True)
+    try:
+        pids = _started(pids_file, dvc)
+        os.kill(dvc.pid, how)
+        dvc.wait()
+        assert _gone(pids), "the stage's command or its job outlived DVC"
+    finally:
+        for pid in _started(pids_file, dvc) if pids_file.exists() else []:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_an_interrupt_stops_the_tree_and_the_status_passes_through(tmp_path):
+    pids_file = tmp_path / "pids"
+    tree = subprocess.Popen([sys.executable, "-m", "pipeline.job_tree", sys.executable, "-c", TREE, str(pids_file)])
+    pids = _started(pids_file, tree)
+    tree.send_signal(signal.SIGINT)
+    assert tree.wait(timeout=60) == 128 + signal.SIGINT
+    assert _gone(pids)
+    ok = subprocess.run([sys.executable, "-m", "pipeline.job_tree", "sh", "-c", "exit 3"])
+    assert ok.returncode == 3
+    usage = subprocess.run([sys.executable, "-m", "pipeline.job_tree"], capture_output=True, text=True)
+    assert usage.returncode == 1 and "usage: python -m pipeline.job_tree COMMAND" in usage.stderr
