@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Interrupted trainings, resumed: SIGKILLs of a tiny training job at random points, each followed by a plain
-Snakemake run; then interrupts of `dvc repro --force` of the trained stage (Ctrl-C to its terminal's process group,
-or SIGKILL of the `dvc` process alone), each followed by a plain `dvc repro`. Prints, per trial, where it was
-stopped, whether anything outlived the interrupt, where the rerun started and whether the final model is bitwise
-the uninterrupted one; and whether the previous model stayed in DVC's cache.
+Snakemake run; then interrupts of `dvc repro` of the trained stage after a recipe change (Ctrl-C to its terminal's
+process group, or SIGKILL of the `dvc` process alone), each followed by a plain `dvc repro`. Prints, per trial,
+where it was stopped, how long the job tree took to end, where the rerun started, whether the final model is
+bitwise the uninterrupted one and whether the previous model stayed in DVC's cache.
 
     python benchmarks/interrupts.py [--trials 5] [--seed 0] [--steps 400]
 """
@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,8 +38,9 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def processes(ws: Path, *words: str) -> list[int]:
-    """Live processes whose command line holds every word and that run in the workspace."""
+def processes(ws: Path, *words: str, python: bool = False) -> list[int]:
+    """Live processes whose command line holds every word and that run in the workspace (python: only Python
+    interpreters, not the shells that started them)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -48,6 +50,8 @@ def processes(ws: Path, *words: str) -> list[int]:
             status = (entry / "stat").read_text().split(")")[-1].split()[0]
             cwd = os.readlink(entry / "cwd")
         except OSError:
+            continue
+        if python and not Path(cmd.split(" ")[0]).name.startswith("python"):
             continue
         if status != "Z" and cwd == str(ws) and all(word in cmd for word in words):
             found.append(int(entry.name))
@@ -64,10 +68,17 @@ def wait_for(condition, timeout: float, step: float = 0.05):
     return None
 
 
+def trainer(ws: Path) -> int:
+    (pid,) = processes(ws, "-m pipeline train", python=True)
+    return pid
+
+
 def trainer_step(ws: Path) -> int:
-    """The step of the run's last checkpoint (0 without one)."""
+    """The step of the running trainer's last checkpoint (0 without one, or while the run is the finished one)."""
     import torch
     last = ws / f"artifacts/tiny/runs/{EXP}/last.pt"
+    if (last.parent / "COMPLETE").exists():
+        return 0
     try:
         return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
     except Exception:  # absent, or being replaced
@@ -78,22 +89,21 @@ def summary(ws: Path) -> dict:
     return json.loads((ws / f"artifacts/tiny/models/{EXP}/train.json").read_text())
 
 
-def interrupted(ws: Path, cmd: list[str], rng: random.Random, stop) -> tuple[str, float, float]:
-    """Start cmd, wait until the trainer has run a random while, stop it with `stop(proc)`; return (when, how
-    long the job tree took to end, seconds trained before the stop)."""
+def interrupted(ws: Path, cmd: list[str], target: int, stop) -> tuple[str, float]:
+    """Start cmd, wait until the trainer's last checkpoint is at step `target` or later, stop it with `stop(proc)`;
+    return (where, how long the job tree took to end)."""
     proc = subprocess.Popen(cmd, cwd=ws, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    if not wait_for(lambda: processes(ws, "pipeline", "train", "--spec"), 300):
+    if not wait_for(lambda: processes(ws, "-m pipeline train", python=True), 300):
         raise SystemExit(f"no trainer started by {' '.join(cmd)}")
-    began = time.monotonic()
-    time.sleep(rng.uniform(0.5, 6.0))
-    trained = time.monotonic() - began
+    if not wait_for(lambda: trainer_step(ws) >= target, 600):
+        raise SystemExit(f"the trainer of {' '.join(cmd)} never reached step {target}")
     at = trainer_step(ws)
     stop(proc)
     t0 = time.monotonic()
     ended = wait_for(lambda: not processes(ws, "pipeline", "train") and not processes(ws, "snakemake"), 120)
     proc.wait(timeout=120)
-    return f"after checkpoint step {at}", (time.monotonic() - t0) if ended else float("inf"), trained
+    return f"after checkpoint step {at}", (time.monotonic() - t0) if ended else float("inf")
 
 
 def main() -> None:
@@ -103,9 +113,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400, help="training steps of the toy system")
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    every = max(args.steps // 20, 1)
+
+    def target() -> int:
+        """A random step to stop after: between the first and the last checkpoint."""
+        return rng.randrange(every, args.steps - every)
 
     paper = copy.deepcopy(TOY_HAO2019)
-    paper["recipes"]["toy"].update(max_steps=args.steps, checkpoint_every=max(args.steps // 20, 1))
+    paper["recipes"]["toy"].update(max_steps=args.steps, checkpoint_every=every)
     root = Path(tempfile.mkdtemp(prefix="interrupts-"))
     ws = make_workspace(root / "ws", papers={"hao2019": paper}, git=True)
     run(["git", "add", "-A"], ws)
@@ -116,41 +131,48 @@ def main() -> None:
     reference = sha(ws / MODEL)
     run(["git", "add", "-A"], ws)
     run(["git", "commit", "-qm", "trained"], ws)
-    print(f"workspace={ws}")
     print(f"reference: {EXP}, {args.steps} steps, model {reference}, "
           f"dvc repro {time.monotonic() - started:.0f} s (corpus and training)")
 
     same = 0
     for trial in range(1, args.trials + 1):
-        how, stopped_in, trained = interrupted(ws, smk + ["--forcerun", MODEL, "--", MODEL], rng,
-                                               lambda proc: os.kill(processes(ws, "pipeline", "train")[0],
-                                                                    signal.SIGKILL))
+        how, _ = interrupted(ws, smk + ["--forcerun", MODEL, "--", MODEL], target(),
+                             lambda proc: os.kill(trainer(ws), signal.SIGKILL))
         run(smk + ["--", MODEL], ws, timeout=3600)
         final, info = sha(ws / MODEL), summary(ws)
         same += final == reference
-        print(f"sigkill trial={trial} killed={how} trained_before_s={trained:.1f} "
+        print(f"sigkill trial={trial} killed={how} "
               f"resumed_from_step={info['resumed_from_step']} identical={final == reference}")
     print(f"sigkill_identical={same}/{args.trials}")
 
-    lock = yaml.safe_load((ws / "dvc.lock").read_text())
-    previous = next(o["md5"] for o in lock["stages"][f"train@{EXP}"]["outs"] if o["path"].endswith(f"models/{EXP}"))
-    same = kept = 0
+    # DVC: each trial changes the recipe (a stage to rerun), interrupts `dvc repro`, reruns it; its reference is
+    # the same stage trained uninterrupted afterwards (`dvc repro --force`: from scratch)
+    same = kept = resumed = 0
+    params_file = ws / "params/hao2019.yaml"
     for trial in range(1, args.trials + 1):
+        previous = next(o["md5"] for o in yaml.safe_load((ws / "dvc.lock").read_text())["stages"][f"train@{EXP}"]["outs"]
+                        if o["path"].endswith(f"models/{EXP}"))
+        params = yaml.safe_load(params_file.read_text())
+        params["recipes"]["toy"]["lr"] = round(0.003 + 0.0001 * trial, 6)
+        params_file.write_text(yaml.safe_dump(params, sort_keys=False))
         ctrl_c = trial % 2 == 1
         stop = ((lambda proc: os.killpg(proc.pid, signal.SIGINT)) if ctrl_c
                 else (lambda proc: os.kill(proc.pid, signal.SIGKILL)))
-        how, stopped_in, trained = interrupted(ws, ["dvc", "repro", "--force", f"train@{EXP}"], rng, stop)
+        how, stopped_in = interrupted(ws, ["dvc", "repro", f"train@{EXP}"], target(), stop)
         cached = (ws / ".dvc/cache/files/md5" / previous[:2] / previous[2:]).exists()
-        kept += cached
-        rerun = run(["dvc", "repro", f"train@{EXP}"], ws, timeout=3600).stdout
+        run(["dvc", "repro", f"train@{EXP}"], ws, timeout=3600)
         final, info = sha(ws / MODEL), summary(ws)
+        run(["dvc", "repro", "--force", f"train@{EXP}"], ws, timeout=3600)
+        reference = sha(ws / MODEL)
         same += final == reference
-        source = ("restored from DVC's run cache" if "skipping run" in rerun
-                  else f"trained, resumed_from_step={info['resumed_from_step']}")
+        kept += cached
+        resumed += info["resumed_from_step"] > 0
         print(f"dvc trial={trial} interrupt={'ctrl-c' if ctrl_c else 'sigkill-dvc'} stopped={how} "
-              f"trained_before_s={trained:.1f} tree_ended_in_s={stopped_in:.1f} previous_model_in_cache={cached} "
-              f"rerun={source} identical={final == reference}")
-    print(f"dvc_identical={same}/{args.trials} previous_model_kept={kept}/{args.trials}")
+              f"tree_ended_in_s={stopped_in:.1f} previous_model_in_cache={cached} "
+              f"rerun_resumed_from_step={info['resumed_from_step']} identical_to_uninterrupted={final == reference}")
+    print(f"dvc_identical={same}/{args.trials} dvc_resumed={resumed}/{args.trials} "
+          f"previous_model_kept={kept}/{args.trials}")
+    shutil.rmtree(root)
 
 
 if __name__ == "__main__":
