@@ -17,10 +17,13 @@ def _single_thread_torch():
     torch.set_num_threads(1)
 
 
+WHOLE_BUILDS = ("_targets.py", "test_dvc.py", "test_slurm.py")  # the longest end-to-end runs (minutes each)
+
+
 def pytest_collection_modifyitems(config, items):
-    """The end-to-end runs (marked slow) first: spread over the workers (make test runs one per core), they end
-    together instead of one of them running alone at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The end-to-end runs (marked slow) first, whole builds of tables before them: handed one at a time to the
+    workers (make test runs one per core), the long ones end together instead of one running alone at the end."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, not item.path.name.endswith(WHOLE_BUILDS)))
 
 
 @pytest.fixture
