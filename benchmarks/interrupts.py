@@ -150,8 +150,8 @@ def main() -> None:
     same = kept = resumed = 0
     params_file = ws / "params/hao2019.yaml"
     for trial in range(1, args.trials + 1):
-        previous = next(o["md5"] for o in yaml.safe_load((ws / "dvc.lock").read_text())["stages"][f"train@{EXP}"]["outs"]
-                        if o["path"].endswith(f"models/{EXP}"))
+        outs = yaml.safe_load((ws / "dvc.lock").read_text())["stages"][f"train@{EXP}"]["outs"]
+        previous = next(o["md5"] for o in outs if o["path"].endswith(f"models/{EXP}"))
         params = yaml.safe_load(params_file.read_text())
         params["recipes"]["toy"]["lr"] = round(0.003 + 0.0001 * trial, 6)
         params_file.write_text(yaml.safe_dump(params, sort_keys=False))

@@ -22,7 +22,8 @@ from pipeline.evaluate.significance import get_test
 from pipeline.paths import Paths
 from pipeline.steps import load_steps, step_files
 
-SMK = "python -m pipeline.job_tree snakemake --profile workflows/profiles/local --quiet rules"  # stops whole (job_tree.py)
+# pipeline/job_tree.py: the stage's Snakemake and its jobs stop with DVC
+SMK = "python -m pipeline.job_tree snakemake --profile workflows/profiles/local --quiet rules"
 ART = "${paths.artifacts}/${scale}"
 FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
 
@@ -160,7 +161,8 @@ def _system_code(p: Params, system: str) -> list[str]:
     else:
         steps = ["external" if system in p.external else "translate"]
     metrics = {type(get_metric(metric)).__module__ for _, metric in p.scores_of(system)}
-    return sorted(set(step_files(steps + ["score", "scores"], sorted(metrics))) | set(_model_code(p, p.members(system))))
+    runs = step_files(steps + ["score", "scores"], sorted(metrics))
+    return sorted(set(runs) | set(_model_code(p, p.members(system))))
 
 
 def _model_code(p: Params, experiments) -> list[str]:

@@ -61,7 +61,8 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
 
     # an edit of a model's code retrains exactly the systems built from it, from scratch (their old runs set aside)
     def weights():
-        return {s: (art / f"models/{s}/model.pt").read_bytes() for by_pair in systems.values() for s in by_pair.values()}
+        return {s: (art / f"models/{s}/model.pt").read_bytes()
+                for by_pair in systems.values() for s in by_pair.values()}
 
     before = weights()
     module = ws / "pipeline/models/recurrence.py"

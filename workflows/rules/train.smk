@@ -2,9 +2,9 @@
 # preempted job resumes when rerun; the outputs are the kept model, the run summary and the learning curves.
 
 
-# the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
 import functools
 
+# the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
 from pipeline.evaluate.curves import CURVES
 
 
