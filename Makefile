@@ -26,7 +26,7 @@ run: venv
 # one test process per core, at most TEST_WORKERS; the end-to-end runs are started first (tests/conftest.py)
 TEST_WORKERS ?= 2
 test: venv
-	pytest -ra --durations=15 -n $(shell n=$$(nproc); echo $$(( n < $(TEST_WORKERS) ? n : $(TEST_WORKERS) ))) --dist load --maxschedchunk 1
+	pytest -ra --durations=15 -n auto --maxprocesses $(TEST_WORKERS) --dist load --maxschedchunk 1
 
 # the inner loop: everything but the end-to-end runs (Snakemake, DVC, Slurm), a few minutes
 test-fast: venv

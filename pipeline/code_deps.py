@@ -104,6 +104,12 @@ def code_files(functions: Iterable[Callable], modules: Iterable[str] = ()) -> li
     return sorted(str(p.relative_to(REPO)) for p in files)
 
 
+@lru_cache(maxsize=None)
+def _digest(name: str) -> str:
+    return hashlib.sha256((REPO / name).read_bytes()).hexdigest()[:16]
+
+
 def file_digests(files: Iterable[str]) -> dict[str, str]:
-    """{repository-relative file: sha256 of its bytes (16 hex digits)}: the code part of a training run's key."""
-    return {name: hashlib.sha256((REPO / name).read_bytes()).hexdigest()[:16] for name in sorted(files)}
+    """{repository-relative file: sha256 of its bytes (16 hex digits)}: the code part of a training run's key (each
+    file hashed once per process, like _tree parses it once)."""
+    return {name: _digest(name) for name in sorted(files)}

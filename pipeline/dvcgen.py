@@ -21,6 +21,7 @@ from pipeline.evaluate.metrics import get_metric
 from pipeline.evaluate.significance import get_test
 from pipeline.paths import Paths
 from pipeline.steps import load_steps, step_files
+from pipeline.steps.training import weights_files
 
 # pipeline/job_tree.py: the stage's Snakemake and its jobs stop with DVC
 SMK = "python -m pipeline.job_tree snakemake --profile workflows/profiles/local --quiet rules"
@@ -83,7 +84,7 @@ def stages(p: Params) -> dict:
 
     train_keys = max(len(e.params_keys) for e in p.experiments.values())
     trainer = step_files(["train"])
-    code = {name: sorted(set(_model_code(p, [name])) - set(trainer)) for name in p.experiments}
+    code = {name: sorted(set(weights_files(p.model_spec(name))) - set(trainer)) for name in p.experiments}
     c_width = max(map(len, code.values()))
     items = {}
     for name, exp in p.experiments.items():

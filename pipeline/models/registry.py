@@ -5,6 +5,7 @@ defined (@register_encoder / @register_decoder): a new kind is a new file, not a
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from typing import Any, Mapping
@@ -49,14 +50,18 @@ def build_model(spec: Mapping[str, Any] | ModelSpec, src_vocab_size: int, tgt_vo
 def model_code(spec: Mapping[str, Any] | ModelSpec) -> list[str]:
     """Repository files a model of this spec is built from: its encoder's and decoder's modules and options
     modules, with what they import (with the trainer's, the code its weights depend on)."""
+    spec = validate_model(spec)
+    return list(_kinds_code(spec.encoder, spec.decoder))
+
+
+@functools.lru_cache(maxsize=None)
+def _kinds_code(encoder: str, decoder: str) -> tuple[str, ...]:
     from pipeline.code_deps import code_files
     from pipeline.models.options import DECODER_OPTIONS, ENCODER_OPTIONS
 
-    spec = validate_model(spec)
     load_modules()
-    classes = (ENCODERS[spec.encoder], DECODERS[spec.decoder], ENCODER_OPTIONS[spec.encoder],
-               DECODER_OPTIONS[spec.decoder])
-    return code_files([], sorted({cls.__module__ for cls in classes}))
+    classes = (ENCODERS[encoder], DECODERS[decoder], ENCODER_OPTIONS[encoder], DECODER_OPTIONS[decoder])
+    return tuple(code_files([], sorted({cls.__module__ for cls in classes})))
 
 
 def count_parameters(model: nn.Module) -> int:

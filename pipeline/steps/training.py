@@ -2,6 +2,7 @@
 `train`, dvc.yaml's train@ stages). Its job resources are its recipe's (params/<paper>.yaml recipes.<name>.resources)."""
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,14 +34,26 @@ def encode_parallel(src_path, tgt_path, src_vocab, tgt_vocab):
     return [src_vocab.encode(s) for s in src], [tgt_vocab.encode(t) for t in tgt]
 
 
-def weights_code(model_spec: dict) -> dict[str, str]:
-    """The code that defines a system's weights, file by file (in its run key: an edit trains it afresh): the
-    train step's own code and its model's (the files dvc.yaml's train@ stage depends on)."""
-    from pipeline.code_deps import file_digests
+def weights_files(model_spec: dict) -> list[str]:
+    """The code that defines a system's weights: the train step's own files and its model's (dvc.yaml's train@
+    stage depends on them)."""
     from pipeline.models.registry import model_code
+
+    return sorted(set(_trainer_files()) | set(model_code(model_spec)))
+
+
+@functools.lru_cache(maxsize=None)
+def _trainer_files() -> tuple[str, ...]:
     from pipeline.steps import step_files
 
-    return file_digests(set(step_files(["train"])) | set(model_code(model_spec)))
+    return tuple(step_files(["train"]))
+
+
+def weights_code(model_spec: dict) -> dict[str, str]:
+    """weights_files with their hashes (in the run key: an edit trains the system afresh)."""
+    from pipeline.code_deps import file_digests
+
+    return file_digests(weights_files(model_spec))
 
 
 @register_step("train", TrainArgs, rules=("train",), stage="train",

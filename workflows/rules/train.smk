@@ -2,7 +2,7 @@
 # preempted job resumes when rerun; the outputs are the kept model, the run summary and the learning curves.
 
 
-import functools
+from pipeline.steps.training import weights_code
 
 # the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
 from pipeline.evaluate.curves import CURVES
@@ -28,17 +28,10 @@ def train_spec(wildcards):
             "seed": P.seed_of(exp.name), "init": exp.init}
 
 
-def weights_code(wildcards):
+def code_of(wildcards):
     """The hashes of the code that defines the weights (the trainer's and the model's files): an edit reruns the job
     (the params trigger), whose run key then differs, so it trains afresh."""
-    return code_hashes(json.dumps(P.model_spec(wildcards.exp), sort_keys=True))
-
-
-@functools.lru_cache(maxsize=None)
-def code_hashes(model_spec):
-    from pipeline.steps.training import weights_code as hashes
-
-    return hashes(json.loads(model_spec))
+    return weights_code(P.model_spec(wildcards.exp))
 
 
 def launcher(wildcards, resources):
@@ -61,7 +54,7 @@ rule train:
         curves=[f"{R}/curves/{{exp}}/{curve}.tsv" for curve in CURVES],
     params:
         spec=lambda wc: q(train_spec(wc)),
-        code=weights_code,
+        code=code_of,
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         run_dir=f"{R}/runs/{{exp}}",
         out_dir=f"{R}/models/{{exp}}",
