@@ -95,7 +95,7 @@ def stages(p: Params) -> dict:
     out["train"] = _group(items, {
         "cmd": f"{SMK} --allowed-rules {stage_rules('train')} -- {ART}/models/${{key}}/model.pt",
         "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + trainer + _dep_lines("c", c_width, False),
-        "params": ["seed", "precision"] + _param_lines(train_keys),
+        "params": ["seed", "precision", "cpu_math"] + _param_lines(train_keys),
         "outs": [f"{ART}/models/${{key}}", f"{ART}/curves/${{key}}"]})
 
     systems = _evaluated(p)
@@ -114,7 +114,7 @@ def stages(p: Params) -> dict:
         "cmd": f"{SMK} --allowed-rules {stage_rules('eval')} -- {ART}/eval/${{key}}/scores.json  "
                f"# scores: ${{item.scores}}",
         "deps": [f"{ART}/data/${{item.corpus}}"] + _dep_lines("m", width, True) + _dep_lines("c", c_width, False),
-        "params": ["decoding"] + _param_lines(eval_keys),
+        "params": ["decoding", "cpu_math"] + _param_lines(eval_keys),
         "outs": [f"{ART}/eval/${{key}}"]})
 
     for group, figure in (("table", False), ("figure", True)):

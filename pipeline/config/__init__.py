@@ -59,6 +59,10 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
     precision = r.value(raw.get("precision", "auto"), "precision", str)
     if precision not in PRECISIONS:
         r.fail("precision", f"expected one of {', '.join(PRECISIONS)}, got {precision!r}")
+    from pipeline.cpu_math import MODES  # torch-free
+    cpu_math = r.value(raw.get("cpu_math", "native"), "cpu_math", str)
+    if cpu_math not in MODES:
+        r.fail("cpu_math", f"expected one of {', '.join(MODES)}, got {cpu_math!r}")
     house = _House(scale, significance, precision)
     for paper, (path, data) in (papers or {}).items():
         house.read(paper, path, data)
@@ -71,5 +75,5 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
         decoding=decoding, significance=significance, corpora=house.corpora, models=house.models,
         recipes=house.recipes, experiments=house.experiments, ensembles=house.ensembles, tables=house.tables,
         files={paper: path for paper, (path, _) in (papers or {}).items()}, external=house.external,
-        combinations=house.combinations,
+        combinations=house.combinations, cpu_math=cpu_math,
     )

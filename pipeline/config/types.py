@@ -7,7 +7,7 @@ from pipeline.errors import PipelineError
 
 SCALES = ("tiny", "paper")
 PAPERS_DIR = "params"  # params/<paper>.yaml, beside params.yaml
-SHARED_KEYS = ("scale", "seed", "precision", "paths", "decoding", "significance")
+SHARED_KEYS = ("scale", "seed", "precision", "cpu_math", "paths", "decoding", "significance")
 PAPER_KEYS = ("corpora", "models", "recipes", "experiments", "grids", "ensembles", "external", "combinations", "tables",
               "figures")
 RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
@@ -218,6 +218,7 @@ class Params:
     files: dict = field(default_factory=dict)  # paper -> its params file
     external: dict[str, External] = field(default_factory=dict)
     combinations: dict[str, Combination] = field(default_factory=dict)
+    cpu_math: str = "native"  # pipeline.cpu_math: portable (the same bits on any x86-64 CPU) | native
 
     @property
     def systems(self) -> dict:

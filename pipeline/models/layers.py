@@ -222,9 +222,12 @@ class SinusoidalPositions(nn.Module):
     def __init__(self, d_model: int, max_positions: int):
         super().__init__()
         half = d_model // 2
-        inv_freq = torch.exp(torch.arange(half, dtype=torch.float) * (-2.0 * math.log(10000.0) / d_model))
-        angles = torch.arange(max_positions, dtype=torch.float)[:, None] * inv_freq[None, :]
-        self.register_buffer("table", torch.cat([angles.sin(), angles.cos()], dim=1), persistent=False)
+        # in float64, rounded once to float32: the same table on every processor, where float32 sin and cos
+        # (MKL's) differ in the last bit between processors (benchmarks/cross_isa.py; our choice)
+        inv_freq = torch.exp(torch.arange(half, dtype=torch.float64) * (-2.0 * math.log(10000.0) / d_model))
+        angles = torch.arange(max_positions, dtype=torch.float64)[:, None] * inv_freq[None, :]
+        table = torch.cat([angles.sin(), angles.cos()], dim=1).float()
+        self.register_buffer("table", table, persistent=False)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
         """Encodings of positions offset .. offset+length-1: [length, d]."""

@@ -50,7 +50,7 @@ def read_cells(spec: dict) -> tuple[dict, dict]:
     files = _Files()
     values, facts = spec["values"], dict(spec["facts"])
     signatures: dict[str, dict[str, str]] = {}
-    devices, precisions = set(), set()
+    devices, precisions, computes = set(), set(), set()
     cells: dict[str, dict[str, dict]] = {}
     for row, by_col in spec["cells"].items():
         for col, cell in by_col.items():
@@ -65,6 +65,7 @@ def read_cells(spec: dict) -> tuple[dict, dict]:
                 run = files(path)
                 devices.add(f"{run['device']} x {run['world_size']} process(es)")
                 precisions.add(run.get("precision", "float32"))
+                computes.add(run.get("cpu_math") or f"{run['device']}, torch {run.get('torch', '?')}")
             if "significance" in cell:
                 result = files(cell["significance"])
                 out["p_value"], out["delta"] = result["p_value"], result["delta"]
@@ -75,4 +76,5 @@ def read_cells(spec: dict) -> tuple[dict, dict]:
     facts["signatures"] = signatures
     facts["device"] = ", ".join(sorted(devices))
     facts["precision"] = ", ".join(sorted(precisions))
+    facts["compute"] = "; ".join(sorted(computes))
     return cells, facts

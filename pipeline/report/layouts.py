@@ -57,7 +57,8 @@ def load_papers() -> dict[str, Layout]:
 
 def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
     """Run the layout `name`: (table, figure), figure None for a table layout; unknown name -> PipelineError.
-    Every table's footer ends with the precision its systems were trained and decoded at (facts["precision"])."""
+    Every table's footer ends with the precision its systems were trained and decoded at (facts["precision"]) and
+    what they were computed with (facts["compute"]: torch, and on the CPU its code path and threads)."""
     load_papers()
     if name not in LAYOUTS:
         raise PipelineError(f"layout {name!r}: unknown; known layouts: {', '.join(sorted(LAYOUTS)) or 'none'}")
@@ -76,4 +77,6 @@ def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
                             f"got {type(result).__name__}")
     if facts.get("precision"):
         table.footer.append(f"precision (training and decoding): {facts['precision']}")
+    if facts.get("compute"):  # what the bits depend on (pipeline/cpu_math.py)
+        table.footer.append(f"training computed with: {facts['compute']}")
     return table, figure

@@ -5,6 +5,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+from pipeline.cpu_math import code_path
 from pipeline.errors import PipelineError
 from pipeline.precision import resolve
 from pipeline.recipe import Recipe
@@ -41,6 +42,8 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     run_dir = Path(run_dir)
     dist_ = Dist()
     meta = {**meta, "precision": resolve(recipe.precision, dist_.device)}  # in the run key and the model file
+    if dist_.device.type == "cpu":  # a CPU run resumes only on the code path it started on (pipeline.cpu_math)
+        meta["cpu_math"] = code_path()
     with ExitStack() as stack:
         stack.callback(dist_.close)
         if dist_.main:

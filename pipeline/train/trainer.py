@@ -334,6 +334,7 @@ class Trainer:
             "final_valid_loss": s.last_valid[0], "final_valid_nll": s.last_valid[1],
             "best_valid_nll": s.best_valid, "kept": kept, "n_params": count_parameters(self.model),
             "world_size": self.dist.world, "device": self.dist.device.type, "precision": self.precision,
+            "cpu_math": self.meta.get("cpu_math"), "torch": torch.__version__,
             "resumed_from_step": self.resumed_from,
             "fresh_parameters": self.fresh_params, "recipe": self.recipe.to_dict(),
             "environment": run_environment(), "dropped_too_long": self.dropped_too_long,

@@ -39,6 +39,7 @@ rule nbest_decode:
         system=alternatives(P.decoded),
     params:
         spec=lambda wc: q(nbest_spec(wc)),
+        cpu_math=P.cpu_math,
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
@@ -128,6 +129,7 @@ rule rerank:
         combo=combos("rerank"),
     params:
         settings=lambda wc: q(P.combinations[wc.combo].settings),
+        cpu_math=P.cpu_math,
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         extra=lambda wc, input: " ".join(

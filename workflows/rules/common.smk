@@ -3,6 +3,7 @@ import json
 import re
 import shlex
 
+from pipeline import cpu_math
 from pipeline.config import parse_params, read_paper_files
 from pipeline.errors import PipelineError
 from pipeline.paths import Paths
@@ -12,6 +13,8 @@ try:
     P = parse_params(config, source="params.yaml (with --config overrides)", papers=read_paper_files())
 except PipelineError as err:
     raise WorkflowError(f"invalid configuration: {err}")
+
+cpu_math.apply(P.cpu_math)  # the jobs inherit it (a Slurm job reads this file again): same bits on any x86-64 CPU
 
 R = P.root  # artifacts/<scale>: tiny and paper runs never mix
 PATHS = Paths(R)

@@ -20,6 +20,7 @@ rule translate:
         system=alternatives(P.decoded),  # the others' outputs: workflows/rules/combine.smk
     params:
         spec=lambda wc: q(P.decoding_of(wc.system)),
+        cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change decodes again
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",

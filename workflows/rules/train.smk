@@ -55,6 +55,7 @@ rule train:
     params:
         spec=lambda wc: q(train_spec(wc)),
         code=code_of,
+        cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change retrains
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         run_dir=f"{R}/runs/{{exp}}",
         out_dir=f"{R}/models/{{exp}}",

@@ -1,0 +1,38 @@
+"""The code path of torch's CPU math libraries, chosen per scale by params.yaml's `cpu_math`.
+
+portable: the same bits on every x86-64 processor with AVX2 (ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN
+up to AVX2), measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and AMX; training
+takes about 1.7 times as long on the AMD EPYC, no longer on the Xeon (docs/performance.md). native: each processor's
+fastest path, whose bits differ between processors. The libraries read these variables when they load, so they are
+set in the environment of every job (workflows/rules/common.smk), never inside a running process.
+"""
+from __future__ import annotations
+
+import os
+
+MODES = ("portable", "native")
+PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def environment(mode: str) -> dict[str, str]:
+    """The variables a mode sets (none for native)."""
+    if mode not in MODES:
+        raise ValueError(f"cpu_math: expected one of {', '.join(MODES)}, got {mode!r}")
+    return dict(PORTABLE) if mode == "portable" else {}
+
+
+def apply(mode: str, env=os.environ) -> None:
+    """Set a mode's variables in `env` where the user has not set them already."""
+    for name, value in environment(mode).items():
+        env.setdefault(name, value)
+
+
+def code_path() -> str:
+    """What this process computes with on the CPU, e.g. 'torch 2.13.0+cpu, ATen AVX2, MKL_CBWR=COMPATIBLE,
+    oneDNN <= AVX2, 1 thread': in the run key of CPU runs, in train.json and in the tables' footers."""
+    import torch
+
+    threads = torch.get_num_threads()
+    return (f"torch {torch.__version__}, ATen {torch.backends.cpu.get_cpu_capability()}, "
+            f"MKL_CBWR={os.environ.get('MKL_CBWR', 'AUTO')}, oneDNN <= {os.environ.get('ONEDNN_MAX_CPU_ISA', 'ALL')}, "
+            f"{threads} thread{'s' if threads != 1 else ''}")
