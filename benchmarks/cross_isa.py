@@ -185,13 +185,17 @@ def report(args) -> None:
 
 
 def compare(a_path: Path, b_path: Path) -> None:
+    """Per pinning: are the trained model and its hypotheses the same bytes on both machines, and which ops differ."""
     a, b = (json.loads(Path(p).read_text()) for p in (a_path, b_path))
     print(f"A: {a['cpu']['model']} (torch {a['torch']})\nB: {b['cpu']['model']} (torch {b['torch']})")
-    for name in a["pinnings"].keys() & b["pinnings"].keys():
+    for name in [n for n in a["pinnings"] if n in b["pinnings"]]:
         ra, rb = a["pinnings"][name], b["pinnings"][name]
-        ops = [k for k in ra if k not in {"pins", "train_s", "decode_s", "capability"} and ra[k] != rb.get(k)]
-        verdict = "IDENTICAL" if not ops else "differs in " + ", ".join(ops)
-        print(f"{name:24} {verdict}; train {ra['train_s']} s vs {rb['train_s']} s")
+        same = ra["model_sha"] == rb["model_sha"] and ra["hyp_sha"] == rb["hyp_sha"]
+        ops = [k for k in ra if k not in {"pins", "train_s", "decode_s", "capability", "model_sha", "hyp_sha"}
+               and ra[k] != rb.get(k)]
+        print(f"{name:16} model and hypotheses {'IDENTICAL' if same else 'differ'}; "
+              f"{len(ops)} of {len(ra) - 6} ops differ{': ' + ', '.join(ops[:12]) if ops else ''}"
+              f"{' ...' if len(ops) > 12 else ''}; train {ra['train_s']} s vs {rb['train_s']} s")
 
 
 def main() -> None:

@@ -63,6 +63,11 @@ def test_register_layout_table_and_figure_contracts(monkeypatch):
     assert figure is None and table.rows == [["a", "1.2"]] and table.footer == ["scale: tiny"]
     table, _ = build("toy-table1", {"a": {"x": {"bleu": 1.25}}}, {"scale": "tiny", "precision": "bfloat16"})
     assert table.footer == ["scale: tiny", "precision (training and decoding): bfloat16"]  # every table's last line
+    compute = "torch 2.13.0+cpu, ATen AVX2, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread"
+    table, _ = build("toy-table1", {"a": {"x": {"bleu": 1.25}}}, {"scale": "tiny", "precision": "float32",
+                                                                 "compute": compute})
+    assert table.footer == ["scale: tiny", "precision (training and decoding): float32",
+                            f"training computed with: {compute}"]
 
     @register_layout("toy-fig1", figure=True)
     def fig1(cells, facts):

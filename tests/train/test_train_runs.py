@@ -66,6 +66,20 @@ def test_a_finished_run_of_another_recipe_or_code_is_set_aside_and_trained_afres
     assert lowered["resumed_from_step"] == 0 and lowered["steps"] == 3
 
 
+def test_a_cpu_run_continues_only_on_the_code_path_it_started_on(toy, tmp_path, capfd, monkeypatch):
+    # MKL's branch, ATen's kernels, oneDNN's ISA and the threads decide the bits (pipeline/cpu_math.py): a run
+    # started on one path is not continued on another (another machine, or params.yaml's cpu_math changed)
+    monkeypatch.setenv("MKL_CBWR", "AUTO")
+    first, _ = toy_fit(toy, tmp_path, max_steps=4)
+    assert ", MKL_CBWR=AUTO, " in first["cpu_math"] and first["cpu_math"].endswith(", 1 thread")
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    other, _ = toy_fit(toy, tmp_path, max_steps=6)  # more steps: the same path would continue from step 4
+    assert other["resumed_from_step"] == 0 and ", MKL_CBWR=COMPATIBLE, " in other["cpu_math"]
+    assert "meta.cpu_math: checkpoint " in capfd.readouterr().err and len(_set_aside(tmp_path)) == 1
+    more, _ = toy_fit(toy, tmp_path, max_steps=8)  # the same path: continued
+    assert more["resumed_from_step"] == 6
+
+
 def test_a_run_directory_is_trained_by_one_process_at_a_time(toy, tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pipeline.train.run_dir import run_lock\n"
                                "with run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)",

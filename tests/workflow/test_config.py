@@ -92,6 +92,7 @@ def test_scores_of_a_system_follow_its_tables():
     (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(decoding={"length_penalty": -1}),
      "params/hao2019.yaml: experiments.zhen-base.decoding.length_penalty",
      "length_penalty: expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got -1.0"),
+    (lambda s, p: s.update(cpu_math="fast"), "params.yaml: cpu_math", "expected one of portable, native, got 'fast'"),
     (lambda s, p: s["decoding"].update(length_penalty=float("inf")), "params.yaml: decoding.length_penalty",
      "expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got inf"),
     (lambda s, p: s["decoding"].update(max_len_a=-0.5), "params.yaml: decoding.max_len_a",
@@ -121,6 +122,12 @@ def test_recipe_precision_defaults_to_the_shared_one_per_scale():
     papers = {"hao2019": copy.deepcopy(TOY_HAO2019)}
     papers["hao2019"]["recipes"]["toy"]["precision"] = "bfloat16"  # a recipe's own setting wins
     assert parse({**TOY_SHARED, "precision": "float32"}, papers).recipes["toy"].train["precision"] == "bfloat16"
+
+
+def test_cpu_math_is_portable_at_tiny_scale_only():
+    assert load_params(ROOT / "params.yaml").cpu_math == "portable"  # tables rebuild bit for bit on any x86-64 CPU
+    assert load_params(ROOT / "params.yaml", scale="paper").cpu_math == "native"
+    assert parse({k: v for k, v in TOY_SHARED.items() if k != "cpu_math"}, {}).cpu_math == "native"
 
 
 def test_wrong_scale_is_named():

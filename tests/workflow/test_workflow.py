@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import yaml
 
-from workspace import TABLE, TOY_CORPUS, TOY_MODEL, TOY_RECIPE, make_workspace, read_table, run
+from workspace import TABLE, TOY_CORPUS, TOY_MODEL, TOY_RECIPE, TOY_SHARED, make_workspace, read_table, run
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
@@ -15,7 +15,7 @@ MARKS = r"[⇑↑]"
 
 
 def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_path):
-    ws = make_workspace(tmp_path / "ws")
+    ws = make_workspace(tmp_path / "ws", shared={**TOY_SHARED, "cpu_math": "portable"})  # the project's tiny default
     run(["snakemake", *PROFILE, TABLE], ws)
     art = ws / "artifacts/tiny"
 
@@ -52,7 +52,10 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
     signature = json.loads((art / "eval/ende-base/test.sacrebleu.json").read_text())["signature"]
     assert any(signature in line for line in footer), footer
     assert any("scale: tiny" in line for line in footer)
-    assert footer[-1] == f"# precision (training and decoding): {summary['precision']}"  # the runs' precision
+    assert footer[-2] == f"# precision (training and decoding): {summary['precision']}"  # the runs' precision
+    # the code path every job ran on (pipeline/cpu_math.py), set by the Snakefile for every job
+    assert re.fullmatch(r"torch \S+, ATen AVX2, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread", summary["cpu_math"])
+    assert footer[-1] == f"# training computed with: {summary['cpu_math']}"
     assert (ws / "results/hao2019/table3.md").read_text().count("|") > 20
 
     # a second run has nothing to do
