@@ -95,8 +95,9 @@ def probe() -> dict:
     x2 = torch.nn.Parameter(randn(37, 64))
     (F.dropout(F.relu(ln(x2)), 0.1).softmax(-1).log().sum() + torch.linalg.vector_norm(x2)).backward()
     ops.update(ln_softmax_grad=x2.grad, norm=torch.linalg.vector_norm(a), mean=a.mean(), var=a.var(-1))
-    ops["python_pow"] = torch.tensor([0.98 ** s for s in range(1, 801)] + [(1 - 0.98 ** s) ** 0.5 for s in range(1, 801)]
-                                     + [__import__("math").sqrt(s / 150) for s in range(1, 801)], dtype=torch.float64)
+    steps = range(1, 801)  # Adam's bias corrections and the warmup's square roots, in Python floats (libm)
+    ops["python_pow"] = torch.tensor([0.98 ** s for s in steps] + [(1 - 0.98 ** s) ** 0.5 for s in steps]
+                                     + [__import__("math").sqrt(s / 150) for s in steps], dtype=torch.float64)
     ops.update(sin=a.sin(), cos=a.cos(), sin64=a.double().sin(), cos64=a.double().cos())
     from pipeline.models.registry import build_model  # one forward and backward of the tiny ende-base model
 
@@ -152,14 +153,14 @@ def run_pinning(name: str, pins: dict, data: Path, out: Path, train: dict, decod
     vocab = ["--src-vocab", str(data / "vocab.src"), "--tgt-vocab", str(data / "vocab.tgt")]
     started = time.perf_counter()
     call(py + ["train", "--spec", json.dumps(train), *vocab,
-                         "--train-src", str(data / "train.src"), "--train-tgt", str(data / "train.tgt"),
-                         "--valid-src", str(data / "valid.src"), "--valid-tgt", str(data / "valid.tgt"),
-                         "--run-dir", str(work / "run"), "--out-dir", str(work / "model"),
-                         "--curves-dir", str(work / "curves"), "--no-progress"], env)
+               "--train-src", str(data / "train.src"), "--train-tgt", str(data / "train.tgt"),
+               "--valid-src", str(data / "valid.src"), "--valid-tgt", str(data / "valid.tgt"),
+               "--run-dir", str(work / "run"), "--out-dir", str(work / "model"),
+               "--curves-dir", str(work / "curves"), "--no-progress"], env)
     trained = time.perf_counter()
     model, hyp = work / "model" / "model.pt", work / "test.hyp"
     call(py + ["translate", "--spec", json.dumps(decoding), "--model", str(model), *vocab,
-                         "--input", str(data / "test.src"), "--output", str(hyp), "--lang", "de", "--no-progress"], env)
+               "--input", str(data / "test.src"), "--output", str(hyp), "--lang", "de", "--no-progress"], env)
     decoded = time.perf_counter()
     probed = call([sys.executable, __file__, "--probe"], env)
     return {"pins": pins, **json.loads(probed), "model_sha": sha(model.read_bytes()),
@@ -180,7 +181,7 @@ def report(args) -> None:
     (args.out / "cross_isa.json").write_text(json.dumps(found, indent=1) + "\n")
     print(json.dumps(found["cpu"]), found["torch"])
     for name, r in results.items():
-        print(f"{name:24} capability {r['capability']:8} model {r['model_sha']} hyp {r['hyp_sha']} "
+        print(f"{name:16} capability {r['capability']:8} model {r['model_sha']} hyp {r['hyp_sha']} "
               f"train {r['train_s']:6.1f} s  decode {r['decode_s']:5.1f} s")
 
 

@@ -1,10 +1,10 @@
 """The code path of torch's CPU math libraries, chosen per scale by params.yaml's `cpu_math`.
 
 portable: the same bits on every x86-64 processor with AVX2 (ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN
-up to AVX2), measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and AMX; training takes about
-1.9 times as long on the AMD EPYC and 2.5 times on the Xeon (docs/performance.md). native: each processor's fastest
-path, whose bits differ between processors. The libraries read these variables when they load, so they are
-set in the environment of every job (workflows/rules/common.smk), never inside a running process.
+up to AVX2), measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and AMX; training
+takes about 1.9 times as long on the AMD EPYC and 2.5 times on the Xeon (docs/performance.md). native: each
+processor's fastest path, whose bits differ between processors. The libraries read these variables when they
+load, so they are set in the environment of every job (workflows/rules/common.smk), never inside a running process.
 """
 from __future__ import annotations
 
