@@ -7,6 +7,7 @@ import re
 import socketserver
 import tarfile
 import threading
+import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -27,12 +28,14 @@ class LoopbackServer:
         self.requests: list[tuple[str, str | None]] = []
         self.drop_after: dict[str, int] = {}  # path -> bytes sent before closing, once
         self.ignore_range = False
+        self.delay = 0.0  # seconds before each response (to overlap concurrent requests)
         state = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 rng = self.headers.get("Range")
                 state.requests.append((self.path, rng))
+                time.sleep(state.delay)
                 body = state.files.get(self.path)
                 if body is None:
                     self.send_error(404)

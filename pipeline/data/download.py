@@ -1,6 +1,8 @@
 """Resumable, verified, atomic HTTP(S) downloads and archive member extraction."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import fnmatch
 import gzip
 import hashlib
@@ -129,40 +131,79 @@ def download(url: str, dest: Path, *, sha256: str | None = None, md5: str | None
     """Download `url` to `dest`: resume `dest.part`, retry with backoff, verify, then rename onto `dest`.
 
     An existing `dest` that passes its checksums is reused without any request. With no checksum
-    the file is unverified and a warning says so.
+    the file is unverified and a warning says so. One process at a time downloads a file (`dest.lock`): another
+    that wants it waits, then reuses it (three of zeng2021's directions share archives).
     """
     dest = Path(dest)
     sums = _expected_sums(sha256, md5)
-    if dest.exists():
-        if not sums:
-            log.info("reusing %s without verification: no checksum is known for %s", dest, url)
-            return dest
-        if not _mismatches(dest, sums):
-            return dest
-        log.warning("%s does not match its checksum; downloading %s again", dest, url)
-        dest.unlink()
+    if _reusable(dest, sums, url):
+        return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    for attempt in range(retries + 1):
-        try:
-            _fetch_once(url, part, timeout, progress)
-            break
-        except TransientError as err:
-            if attempt == retries:
-                kept = f"; the partial file {part} is kept so a rerun resumes" if part.exists() else ""
-                raise PipelineError(f"download of {url} failed after {retries + 1} attempts: {err}{kept}") from None
-            delay = backoff * 2 ** attempt
-            log.warning("download of %s: %s; retry %d/%d in %.1fs", url, err, attempt + 1, retries, delay)
-            time.sleep(delay)
-    bad = _mismatches(part, sums)
-    if bad:
-        part.unlink()
-        detail = "; ".join(f"{alg} expected {exp}, got {act}" for alg, exp, act in bad)
-        raise PipelineError(f"checksum mismatch for {url}: {detail}; the partial file was deleted, rerun to retry")
-    if not sums:
-        log.warning("UNVERIFIED download: no checksum is known for %s (saved as %s)", url, dest)
-    os.replace(part, dest)
+    with _download_lock(dest):
+        if _reusable(dest, sums, url):  # another process downloaded it while this one waited
+            return dest
+        part = dest.with_name(dest.name + ".part")
+        for attempt in range(retries + 1):
+            try:
+                _fetch_once(url, part, timeout, progress)
+                break
+            except TransientError as err:
+                if attempt == retries:
+                    kept = f"; the partial file {part} is kept so a rerun resumes" if part.exists() else ""
+                    raise PipelineError(f"download of {url} failed after {retries + 1} attempts: {err}{kept}") \
+                        from None
+                delay = backoff * 2 ** attempt
+                log.warning("download of %s: %s; retry %d/%d in %.1fs", url, err, attempt + 1, retries, delay)
+                time.sleep(delay)
+        bad = _mismatches(part, sums)
+        if bad:
+            part.unlink()
+            detail = "; ".join(f"{alg} expected {exp}, got {act}" for alg, exp, act in bad)
+            raise PipelineError(f"checksum mismatch for {url}: {detail}; the partial file was deleted, rerun to "
+                                "retry")
+        if not sums:
+            log.warning("UNVERIFIED download: no checksum is known for %s (saved as %s)", url, dest)
+        os.replace(part, dest)
     return dest
+
+
+def _reusable(dest: Path, sums: dict[str, str], url: str) -> bool:
+    """Whether `dest` is there and passes its checksums (one that fails is deleted)."""
+    if not dest.exists():
+        return False
+    if not sums:
+        log.info("reusing %s without verification: no checksum is known for %s", dest, url)
+        return True
+    if not _mismatches(dest, sums):
+        return True
+    log.warning("%s does not match its checksum; downloading %s again", dest, url)
+    dest.unlink()
+    return False
+
+
+@contextlib.contextmanager
+def _download_lock(dest: Path):
+    """Hold `dest.lock` (flock; it dies with its holder) while downloading `dest`, waiting for another holder; the
+    lock file names the holder while it downloads."""
+    path = dest.with_name(dest.name + ".lock")
+    with open(path, "a+") as handle:
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                log.warning("waiting for %s's download of %s", handle.read().strip() or "another process", dest)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError as err:
+            log.warning("%s: cannot lock (%s); two downloads of this file at once would not be stopped", path,
+                        err.strerror)
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)  # the lock file stays (removing it would race a waiter), empty
 
 
 def archive_kind(path: Path | str) -> str:

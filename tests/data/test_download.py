@@ -5,6 +5,7 @@ import gzip
 import hashlib
 import random
 import re
+import threading
 
 import pytest
 from loopback import make_tgz, make_zip, sha256
@@ -41,6 +42,12 @@ def test_download_verify_extract_then_reuse_without_request(server, tmp_path):
     again = download(server.url("/c.tgz"), tmp_path / "dl" / "c.tgz", sha256=sha256(tgz), progress=False)
     assert again.read_bytes() == tgz
     assert len(server.requests) == 3  # reused: no request at all
+
+
+def _left(folder) -> list:
+    """What a failed download left: nothing but its lock file, empty (it stays; removing it would race a waiter)."""
+    assert all(p.stat().st_size == 0 for p in folder.glob("*.lock"))
+    return [p for p in folder.iterdir() if p.suffix != ".lock"]
 
 
 def big_payload() -> bytes:
@@ -90,7 +97,7 @@ def test_checksum_mismatch_names_url_and_sums_and_leaves_nothing(server, tmp_pat
         download(url, tmp_path / "f.txt", sha256=wrong, progress=False)
     message = str(err.value)
     assert url in message and wrong in message and sha256(data) in message
-    assert list(tmp_path.iterdir()) == []
+    assert _left(tmp_path) == []
 
 
 def test_http_404_is_an_immediate_clear_error(server, tmp_path):
@@ -98,7 +105,7 @@ def test_http_404_is_an_immediate_clear_error(server, tmp_path):
     with pytest.raises(PipelineError, match=re.escape(url) + ".*HTTP 404"):
         download(url, tmp_path / "m.tgz", retries=3, backoff=0, progress=False)
     assert len(server.requests) == 1
-    assert list(tmp_path.iterdir()) == []
+    assert _left(tmp_path) == []
 
 
 def test_stale_dest_with_wrong_checksum_is_downloaded_again(server, tmp_path):
@@ -106,6 +113,30 @@ def test_stale_dest_with_wrong_checksum_is_downloaded_again(server, tmp_path):
     (tmp_path / "f.txt").write_bytes(b"stale\n")
     download(server.url("/f.txt"), tmp_path / "f.txt", sha256=sha256(b"fresh\n"), progress=False)
     assert (tmp_path / "f.txt").read_bytes() == b"fresh\n" and len(server.requests) == 1
+
+
+def test_concurrent_downloads_of_one_file_make_one_request(server, tmp_path):
+    # zeng2021's three directions share the WMT14 archives: their fetch jobs run at once
+    body = big_payload()
+    server.files["/shared.tgz"] = body
+    server.delay = 0.5  # the first download still runs when the others ask
+    dest = tmp_path / "cache" / "shared.tgz"
+    got, errors = [], []
+
+    def fetch():
+        try:
+            got.append(download(server.url("/shared.tgz"), dest, sha256=sha256(body), progress=False))
+        except Exception as err:  # noqa: BLE001 -- reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=fetch) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and got == [dest] * 3 and dest.read_bytes() == body
+    assert server.requests == [("/shared.tgz", None)]  # one download; the others waited and reused it
+    assert not dest.with_name("shared.tgz.part").exists()
 
 
 def test_extract_errors_name_archive_and_glob(tmp_path):

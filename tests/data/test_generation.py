@@ -222,7 +222,8 @@ def test_checksum_mismatch_names_url_and_writes_nothing(server, tmp_path):
     with pytest.raises(PipelineError, match=rf"checksum mismatch for {server.url('/cnndm.tar.gz')}"):
         build_archive(task, tmp_path / "out", tmp_path / "cache", progress=False)
     assert not (tmp_path / "out").exists()
-    assert not list((tmp_path / "cache" / "downloads" / "cnndm").iterdir())
+    left = list((tmp_path / "cache" / "downloads" / "cnndm").iterdir())
+    assert [p.name for p in left] == ["cnndm.tar.gz.lock"] and left[0].stat().st_size == 0  # the lock stays, empty
 
 
 PLATO_MEMBERS = {
