@@ -80,6 +80,7 @@ class Analysis:
     extra_outputs: Mapping[str, str] = field(default_factory=dict)  # name -> file suffix beside <item> ("/": a folder)
     part_of: str | None = None  # a kind run as part of another (its settings): not named in a table
     resources: Mapping[str, Resources] = field(default_factory=lambda: dict(DEFAULT_RESOURCES))
+    downloads: bool = False  # fetches files: a local rule, run where the submit host's internet is
 
     @property
     def step(self) -> str:
@@ -113,7 +114,7 @@ class AnalysisArgs:
 def register_analysis(kind: str, settings: type, *, inputs: Callable, code: tuple[str, ...] = (), per: str = "system",
                       context: Callable | None = None, extra_outputs: Mapping[str, str] | None = None,
                       part_of: str | None = None, resources: Mapping[str, Resources] | None = None,
-                      help: str = "") -> Callable:
+                      downloads: bool = False, help: str = "") -> Callable:
     """Decorator: declare run(task) -> dict as the analysis `kind` and its step (see the module docstring)."""
     if per not in PER:
         raise PipelineError(f"analysis {kind!r}: per {per!r}; expected one of {', '.join(PER)}")
@@ -123,7 +124,7 @@ def register_analysis(kind: str, settings: type, *, inputs: Callable, code: tupl
 
     def register(run: Callable) -> Callable:
         analysis = Analysis(kind, settings, inputs, run, tuple(code), per, context or (lambda job: {}),
-                            dict(extra_outputs or {}), part_of, dict(resources or DEFAULT_RESOURCES))
+                            dict(extra_outputs or {}), part_of, dict(resources or DEFAULT_RESOURCES), downloads)
 
         def step(args: AnalysisArgs) -> None:
             from pipeline.fileio import write_json

@@ -13,7 +13,7 @@ from pipeline.analyses import analyses
 from pipeline.cli import build_parser
 from pipeline.code_deps import code_files
 from pipeline.errors import PipelineError
-from pipeline.steps import STAGES, Resources, load_steps, register_step, rule_steps
+from pipeline.steps import STAGES, Resources, load_steps, register_step, rule_steps, step_files
 from pipeline.steps.arguments import add_arguments, arg, from_namespace
 from workspace import ROOT, env
 
@@ -42,6 +42,30 @@ def test_every_rule_calls_the_step_that_declares_it():
     aggregates = {rule for rule, step in static_rules().items() if step is None}  # no command: all, report_pages
     assert set(listed) == set(declared) | aggregates
     assert {f"analysis_{kind}" for kind in analyses()} <= set(listed)  # generated from the registry
+
+
+DOWNLOAD_CALL = re.compile(r"(?<!def )\bdownload\(")
+# steps whose code imports a module that downloads, but that read what another step fetched
+NO_DOWNLOAD = {"probing": "trains the probes on the tasks probing-data wrote"}
+
+
+def test_every_rule_that_may_download_runs_on_the_submit_host():
+    """Compute nodes need no internet: a step whose code reaches download() runs as a local rule."""
+    from pathlib import Path as _Path
+
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import OutputSettings, ResourceSettings
+
+    callers = {str(path.relative_to(ROOT)) for path in (ROOT / "pipeline").rglob("*.py")
+               if path.name != "download.py" and DOWNLOAD_CALL.search(path.read_text(encoding="utf-8"))}
+    downloading = {rule for name, step in load_steps().items() if step.rules and name not in NO_DOWNLOAD
+                   and set(step_files([name])) & callers for rule in step.rules}
+    assert {"fetch", "analysis_probing_data"} <= downloading
+    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+        workflow = api.workflow(resource_settings=ResourceSettings(), snakefile=_Path(ROOT / "Snakefile"),
+                                workdir=_Path(ROOT))._workflow
+        local = set(workflow._localrules)
+    assert downloading <= local, downloading - local
 
 
 def test_dvc_yaml_runs_each_stage_group_with_exactly_its_steps_rules():

@@ -22,6 +22,7 @@ for _analysis in declared_analyses().values():
     rule:
         name:
             _analysis.rule
+        localrule: _analysis.downloads  # on the submit host: compute nodes need no internet
         input:
             unpack(lambda wc, a=_analysis: dict(a.inputs(analysis_job(a, wc)))),
         output:

@@ -38,7 +38,7 @@ def _tasks_dir(job: Job) -> str:
                    inputs=lambda job: {"raw": job.paths.data(_probing_corpus(job).name, "raw")},
                    context=lambda job: {"source": "senteval" if job.params.scale == "paper" else "text",
                                         "lang": _probing_corpus(job).src, "cache": job.params.downloads},
-                   extra_outputs={"tasks": ".tasks/"},
+                   extra_outputs={"tasks": ".tasks/"}, downloads=True,  # SentEval's files, at paper scale
                    help="probing tasks: built from text (tiny) or SentEval's files (paper)")
 def probing_data(task: Task) -> dict:
     """Probing tasks: built from text (tiny) or SentEval's files (paper)."""
