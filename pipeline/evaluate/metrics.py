@@ -14,6 +14,7 @@ Registered here: sacrebleu, sacrebleu-ci, multi-bleu, multi-bleu-ci, rouge; in t
 """
 from __future__ import annotations
 
+import string
 from typing import Callable
 
 import numpy as np
@@ -146,16 +147,32 @@ class SacreBleu(_Bleu):
     """sacreBLEU on detokenised text: the target language's tokenizer (target_tokenizer), exp smoothing."""
 
 
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
 @register_metric("multi-bleu-ci", lowercase=True)
 @register_metric("multi-bleu")
 class MultiBleu(_Bleu):
-    """multi-bleu.perl on text the caller tokenised: tok none, no smoothing, closest reference length."""
+    """multi-bleu.perl on text the caller tokenised: tok none, no smoothing, closest reference length. Its -lc
+    lowercases as the script does, with Perl's lc on bytes: ASCII letters only ("Über" stays, sacreBLEU's
+    lowercase would make it "über")."""
 
     tokenized = True
+
+    def __init__(self, name: str, *, lowercase: bool = False):
+        super().__init__(name)  # sacreBLEU never lowercases here; score() lowercases ASCII first
+        self.ascii_lowercase = lowercase
 
     def tokenize_for(self, lang: str) -> str:
         """No tokenizer: whitespace tokens as given."""
         return "none"
+
+    def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
+        if not self.ascii_lowercase:
+            return super().score(hyps, refs, lang)
+        result = super().score([h.translate(ASCII_LOWER) for h in hyps],
+                               [[r.translate(ASCII_LOWER) for r in stream] for stream in refs], lang)
+        return {**result, "signature": result["signature"].replace("case:mixed", "case:lc")}
 
 
 @register_metric("rouge")

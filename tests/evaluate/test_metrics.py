@@ -103,6 +103,19 @@ def test_target_language_tokenizer():
 
 # --- stats rescore exactly --------------------------------------------------------------------
 
+def test_multi_bleu_lc_lowercases_ascii_only_as_the_script_does():
+    """multi-bleu.perl -lc is Perl's lc on bytes: "Über" stays. By hand: 5/6, 4/5, 3/4, 2/3 n-gram precisions, no
+    brevity penalty: BLEU = (1/3)^(1/4) = 75.98."""
+    ci = get_metric("multi-bleu-ci")
+    result = ci.score(["Über das Haus ist klein ."], [["über das haus ist klein ."]], "de")
+    assert result["score"] == pytest.approx(100 * (1 / 3) ** 0.25, abs=1e-9)
+    assert "case:lc" in result["signature"]
+    upper_ascii = ci.score(["über DAS Haus ist klein ."], [["über das haus ist klein ."]], "de")
+    assert upper_ascii["score"] == pytest.approx(100)
+    assert get_metric("sacrebleu-ci").score(["Über das Haus ist klein ."], [["über das haus ist klein ."]],
+                                             "de")["score"] == pytest.approx(100)  # sacreBLEU's lowercase is Unicode's
+
+
 @pytest.mark.parametrize("name", ["sacrebleu", "sacrebleu-ci", "multi-bleu", "multi-bleu-ci", "rouge"])
 def test_score_from_stats_equals_score_after_json(name):
     metric = get_metric(name)
