@@ -43,6 +43,7 @@ class CorpusSpec:
     manual_keys: tuple[str, ...] = ()  # remote: params keys of user-supplied parts
     size_keys: tuple[str, ...] = ()  # keys `sizes` may set for this corpus
     ignored_size_keys: tuple[str, ...] = ()  # keys `sizes` may carry that this corpus does not use
+    escaped_splits: tuple[str, ...] = ()  # splits that come Moses-tokenised and XML-escaped: unescaped, not tokenised
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -71,7 +72,8 @@ def _remote_specs() -> dict[str, CorpusSpec]:
             name = f"{prefix}-{src}-{tgt}"
             # The papers' dev/test sets are fixed: valid_size/test_size (set for every corpus) do not apply.
             specs[name] = CorpusSpec(name, src, tgt, "remote", False, f"{task.name} ({task.url}), {src}->{tgt}",
-                                     task=task, manual_keys=keys, ignored_size_keys=EMBEDDED_SIZE_KEYS)
+                                     task=task, manual_keys=keys, ignored_size_keys=EMBEDDED_SIZE_KEYS,
+                                     escaped_splits=("train",) if task.tokenized_train else ())
     return specs
 
 

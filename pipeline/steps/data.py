@@ -43,6 +43,7 @@ class TokenizeArgs:
     input: str = arg()
     output: str = arg()
     pretokenized: bool = arg(False, help="copy (validated) instead of tokenising")
+    escaped: bool = arg(False, help="Moses-tokenised with XML escapes (&apos;re): unescape instead of tokenising")
 
 
 @register_step("tokenize", TokenizeArgs, rules=("tokenize",), stage="corpus",
@@ -50,6 +51,11 @@ class TokenizeArgs:
 def tokenize(args: TokenizeArgs) -> None:
     if args.pretokenized:  # e.g. the synthetic toy corpora: validate and keep as they are
         write_lines(args.output, read_lines(args.input))
+        return
+    if args.escaped:  # tokenised already (zhang2018's WMT17 release): our tokens are unescaped (-no-escape)
+        from sacremoses import MosesDetokenizer
+        unescape = MosesDetokenizer(lang=args.lang).unescape_xml
+        write_lines(args.output, [unescape(line) for line in read_lines(args.input)])
         return
     from pipeline.data.tokenize import tokenize_file
     tokenize_file(Path(args.input), Path(args.output), args.lang)

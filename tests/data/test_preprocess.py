@@ -73,6 +73,17 @@ def test_tokenize_file_roundtrip(tmp_path):
     assert detok.read_text(encoding="utf-8") == src.read_text(encoding="utf-8")
 
 
+def test_escaped_tokenised_text_is_unescaped_into_our_tokens(tmp_path):
+    """zhang2018's WMT17 release is Moses-tokenised with XML escapes; tokenised again it became `& apos ; re`."""
+    from pipeline.cli import main
+
+    released, ours = tmp_path / "train.en", tmp_path / "train.src"
+    released.write_text("you &apos;re right &amp; &quot; so &quot; &#124; x\n", encoding="utf-8")
+    assert main(["tokenize", "--lang", "en", "--input", str(released), "--output", str(ours), "--escaped"]) in (0, None)
+    assert ours.read_text(encoding="utf-8") == "you 're right & \" so \" | x\n"
+    assert tokenize_lines(["you're right & \"so\" | x"], "en") == ["you 're right & \" so \" | x"]  # the same tokens
+
+
 def test_invalid_utf8_names_file_and_line_and_writes_nothing(tmp_path):
     src, dst = tmp_path / "bad.en", tmp_path / "out.en"
     src.write_bytes(b"fine line\nbroken \xff\xfe line\n")

@@ -211,6 +211,9 @@ def test_registry_names_and_paper_entries():
     assert (lm.src, lm.tgt, lm.manual_keys) == ("lm", "en", ("wikipedia_lm",))
     assert lm.task.test.member("lm") == lm.task.test.member("en")  # the text on both sides
     assert get_corpus("toy-reorder").pretokenized and not get_corpus("l10n-en-de").pretokenized
+    # zhang2018's WMT17 release: training text tokenised and escaped as released; dev and test raw (sacreBLEU's)
+    assert get_corpus("wmt17pp-en-de").escaped_splits == get_corpus("wmt17pp-de-en").escaped_splits == ("train",)
+    assert get_corpus("wmt14-en-de").escaped_splits == ()
     assert get_corpus("toy-copy").synthetic_task == "copy"
 
 

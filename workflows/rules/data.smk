@@ -31,6 +31,12 @@ rule fetch:
         "{params.test_sets} > {log} 2>&1"
 
 
+def tokenize_mode(corpus, split):
+    """--pretokenized (toy corpora), --escaped (a split that comes Moses-tokenised and escaped) or nothing."""
+    spec = get_corpus(corpus.source)
+    return "--pretokenized" if spec.pretokenized else ("--escaped" if split in spec.escaped_splits else "")
+
+
 rule tokenize:
     input:
         f"{R}/data/{{corpus}}/raw",
@@ -38,7 +44,7 @@ rule tokenize:
         f"{R}/data/{{corpus}}/tok/{{split}}.{{side}}",
     params:
         lang=lambda wc: lang(P.corpora[wc.corpus], wc.side),
-        pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpora[wc.corpus].source).pretokenized else "",
+        pretokenized=lambda wc: tokenize_mode(P.corpora[wc.corpus], wc.split),
     threads: threads_of("tokenize")
     resources:
         **job_resources("tokenize"),

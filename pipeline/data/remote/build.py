@@ -301,8 +301,10 @@ def build_remote(task: RemoteTask, src: str, tgt: str, out_dir: Path, cache_dir:
                          if not side.get("verified")})
     card = {"name": name or f"{task.name} {src}-{tgt}", "kind": "remote", "src": src, "tgt": tgt,
             "description": f"{task.name} ({task.url}), {src}->{tgt}: training parts concatenated in the order "
-                           "listed; plain UTF-8, untokenised",
+                           "listed; plain UTF-8, " + ("the training parts Moses-tokenised and XML-escaped as released"
+                                                     if task.tokenized_train else "untokenised"),
             "task": task.name, "task_url": task.url, "pretokenized": False,
+            "escaped_splits": ["train"] if task.tokenized_train else [],
             "counts": {split: info["lines"] for split, info in splits.items()}, "splits": splits,
             "unverified": unverified,
             "note": "our choice: line-break-like characters inside a line are replaced by spaces "

@@ -132,6 +132,9 @@ class RemoteTask:
     test: EvalSet
     extra_tests: tuple[EvalSet, ...] = ()  # further test sets, built as test-<name>.{src,tgt}
     both_directions: bool = True  # False: only langs[0] -> langs[1] is registered (e.g. NIST Zh->En)
+    # the training parts come Moses-tokenised with XML escapes (&apos;re): the tokenize step unescapes them instead of
+    # tokenising again; the dev and test sets (sacreBLEU's, raw) are tokenised as usual
+    tokenized_train: bool = False
 
     def eval_sets(self) -> list[tuple[str, EvalSet]]:
         """(split name, set) of dev and every test set: valid, test, then test-<name> per extra test."""

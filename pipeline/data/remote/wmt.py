@@ -188,6 +188,7 @@ WMT17PP_EN_DE = RemoteTask(
     valid=SacrebleuSet("newstest2014", "wmt14/full"),
     test=SacrebleuSet("newstest2015", "wmt15"),
     extra_tests=(SacrebleuSet("nt16", "wmt16"), SacrebleuSet("nt17", "wmt17")),
+    tokenized_train=True,
 )
 
 # WMT16 En-De as Bastings et al. (2017): WMT16_EN_DE's training parts, newstest2015 dev, newstest2016 test. Facts
