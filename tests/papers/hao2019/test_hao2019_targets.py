@@ -14,12 +14,13 @@ def test_every_hao2019_target_dry_runs_at_paper_scale(tmp_path):
     ws = make_workspace(tmp_path / "ws", shared, {"hao2019": papers["hao2019"]})
     targets = paper_targets("hao2019")
     assert {"results/hao2019/table1.tsv", "results/hao2019/table5.tsv", "results/hao2019/fig5.tsv"} <= set(targets)
-    dry = run(["snakemake", "-n", "-p", "--cores", "1", "--config", "scale=paper", "--", *targets], ws)
+    dry = run(["snakemake", "-n", "-p", "--cores", "16", "--config", "scale=paper", "--", *targets], ws)  # a 16-core node
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
     assert int(jobs["train"]) == 25           # 4 baselines + 4 controls + 4 Table 3 BiARNs + 13 variations
     assert int(jobs["analysis_probing"]) == 5 and int(jobs["table"]) == 5 and int(jobs["figure"]) == 2
     assert "artifacts/paper/models/ende-base-biarn-tJ/model.pt" in dry.stdout
     assert "torchrun --standalone --nproc_per_node 8" in dry.stdout   # 8 GPUs per training job at paper scale
+    assert "OMP_NUM_THREADS=2 torchrun" in dry.stdout  # each of the 8 ranks gets 2 of the job's 16 cores
 
 
 def test_every_hao2019_target_builds_on_a_toy_corpus(tmp_path):
