@@ -45,21 +45,37 @@ def file_digest(path: Path, algorithm: str) -> str:
     return digest.hexdigest()
 
 
-def _expected_sums(sha256: str | None, md5: str | None) -> dict[str, str]:
-    """The checksums to verify, lower-cased, by hashlib algorithm name."""
+def git_blob_id(path: Path) -> str:
+    """Git's object id of a file's bytes (`git hash-object`): sha1 of b"blob <size>\\0" and the bytes."""
+    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checksum(path: Path, kind: str) -> str:
+    """A file's checksum of one kind: 'git_blob', or a hashlib algorithm name."""
+    return git_blob_id(path) if kind == "git_blob" else file_digest(path, kind)
+
+
+def _expected_sums(sha256: str | None, md5: str | None, git_blob: str | None = None) -> dict[str, str]:
+    """The checksums to verify, lower-cased, by kind (a hashlib algorithm name, or 'git_blob')."""
     sums = {}
     if sha256:
         sums["sha256"] = sha256.lower()
     if md5:
         sums["md5"] = md5.lower()
+    if git_blob:
+        sums["git_blob"] = git_blob.lower()
     return sums
 
 
 def _mismatches(path: Path, sums: dict[str, str]) -> list[tuple[str, str, str]]:
-    """(algorithm, expected, actual) for every checksum `path` fails."""
+    """(kind, expected, actual) for every checksum `path` fails."""
     bad = []
     for algorithm, expected in sums.items():
-        actual = file_digest(path, algorithm)
+        actual = _checksum(path, algorithm)
         if actual != expected:
             bad.append((algorithm, expected, actual))
     return bad
@@ -126,16 +142,17 @@ def _fetch_once(url: str, part: Path, timeout: float, progress: bool) -> None:
         raise TransientError(f"connection closed after {received} of {expected} bytes")
 
 
-def download(url: str, dest: Path, *, sha256: str | None = None, md5: str | None = None,
+def download(url: str, dest: Path, *, sha256: str | None = None, md5: str | None = None, git_blob: str | None = None,
              retries: int = 3, timeout: float = 60, progress: bool = True, backoff: float = 1.0) -> Path:
     """Download `url` to `dest`: resume `dest.part`, retry with backoff, verify, then rename onto `dest`.
 
-    An existing `dest` that passes its checksums is reused without any request. With no checksum
+    Checksums: sha256, md5, and git_blob (the file's git object id, as GitHub lists a repository's files); each
+    one given must match. An existing `dest` that passes its checksums is reused without any request. With no checksum
     the file is unverified and a warning says so. One process at a time downloads a file (`dest.lock`): another
     that wants it waits, then reuses it (three of zeng2021's directions share archives).
     """
     dest = Path(dest)
-    sums = _expected_sums(sha256, md5)
+    sums = _expected_sums(sha256, md5, git_blob)
     if _reusable(dest, sums, url):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,10 @@ Paper scale (downloaded archives, untestable offline here; tested against a loop
   members data/PersonaChat/dial.{train,valid,test}, lines "persona \\t context \\t response" (or
   "context \\t response"), turns separated by " __eou__ ". Our choice: ctx = the context turns joined by
   TURN_SEPARATOR, persona facts left out; rsp = the response.
-Neither archive has a published checksum: the entries carry None and download() fetches them unverified
-(it logs a warning; the data card records "verified": false and the sha256 of what was fetched).
+Neither archive has a published checksum (none found in OpenNMT's or PLATO's pages, TensorFlow Datasets'
+url_checksums or public code that downloads them; checksum_note says so): the entries carry None and download()
+fetches them unverified (it logs a warning; the data card records "verified": false and the sha256 of what was
+fetched). tests/data/test_checksums.py lists them as the exceptions to "every download has a checksum".
 """
 from __future__ import annotations
 
@@ -89,14 +91,16 @@ CNNDM = ArchiveTask(
     members={"train": ("*train.txt.src", "*train.txt.tgt.tagged"), "valid": ("*val.txt.src", "*val.txt.tgt.tagged"),
              "test": ("*test.txt.src", "*test.txt.tgt.tagged")},
     paper="CNN/DailyMail (summarisation); our choice of copy: OpenNMT-py's preprocessed archive",  # zeng2021 Table 4
-    checksum_note="no published checksum; downloaded unverified (download() warns), sha256 recorded in the card")
+    checksum_note="no published checksum: none found for OpenNMT's copy (TensorFlow Datasets lists the original "
+                  "CNN/DM stories, other files); downloaded unverified (download() warns), sha256 recorded in the card")
 
 PERSONACHAT = ArchiveTask(
     name="personachat", src="ctx", tgt="rsp", url="https://baidu-nlp.bj.bcebos.com/PLATO/data.tar.gz",
     filename="plato-data.tar.gz", parser="plato",
     members={split: (f"*PersonaChat/dial.{split}",) for split in SPLITS},
     paper="PersonaChat as released with PaddlePaddle Research NLP/Dialogue-PLATO",  # zeng2021 footnote 8
-    checksum_note="no published checksum; downloaded unverified (download() warns), sha256 recorded in the card")
+    checksum_note="no published checksum: none found in Dialogue-PLATO's README or code that downloads the archive; "
+                  "downloaded unverified (download() warns), sha256 recorded in the card")
 
 STANDIN_SUMMARIZATION = StandinTask(
     "standin-summarization", "doc", "sum",

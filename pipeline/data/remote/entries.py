@@ -16,7 +16,8 @@ MANUAL_PARAMS_SECTION = "paths.manual"
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """A downloadable file (archive or text) with its checksum and the public source of that checksum."""
+    """A downloadable file (archive or text) with its checksum and the public source of that checksum, or, where no
+    checksum is published, `no_checksum`: why (tests/data/test_checksums.py lists these files)."""
 
     key: str
     url: str
@@ -24,6 +25,7 @@ class RemoteFile:
     sha256: str | None = None
     source: str = ""
     local_name: str | None = None  # saved under this name when the URL path does not name the file (e.g. a query)
+    no_checksum: str = ""
 
     @property
     def verified(self) -> bool:
@@ -37,8 +39,9 @@ class RemoteFile:
 
     def describe(self) -> dict:
         """Card entry."""
-        return {"key": self.key, "url": self.url, "md5": self.md5, "sha256": self.sha256,
+        card = {"key": self.key, "url": self.url, "md5": self.md5, "sha256": self.sha256,
                 "verified": self.verified, "checksum_source": self.source}
+        return dict(card, no_checksum=self.no_checksum) if self.no_checksum else card
 
 
 @dataclass(frozen=True)

@@ -142,10 +142,17 @@ WMT17_EN_TR = RemoteTask(
 # WMT13 Es-En: Europarl v7 and News Commentary (the paper says v11, which has no Es-En side; our choice: v8, the
 # WMT13 release), newstest2012 dev, newstest2013 test. WMT16 En-De: Europarl v7, Common Crawl, News Commentary
 # v11; newstest2013 dev; newstest2014 test, newstest2015 and 2016 as further tests. Member paths as in
-# TensorFlow Datasets' WMT definitions; no published checksum for the two News Commentary archives (unverified).
-NEWS_COMMENTARY_V8 = RemoteFile("news_commentary_v8", "https://www.statmt.org/wmt13/training-parallel-nc-v8.tgz")
-NEWS_COMMENTARY_V11 = RemoteFile("news_commentary_v11",
-                                 "https://data.statmt.org/wmt16/translation-task/training-parallel-nc-v11.tgz")
+# TensorFlow Datasets' WMT definitions; the two News Commentary archives' sha256 and size from TensorFlow Datasets'
+# url_checksums lists, whose URLs are these (with http).
+_TFDS = "sha256 ({size:,} bytes) from TensorFlow Datasets, tensorflow/datasets tensorflow_datasets/url_checksums/{file}"
+NEWS_COMMENTARY_V8 = RemoteFile(
+    "news_commentary_v8", "https://www.statmt.org/wmt13/training-parallel-nc-v8.tgz",
+    sha256="df5801d6776190ea48e7241ee97100d81e2f89d7c352c9cd11432c8855c73c28",
+    source=_TFDS.format(size=92_821_866, file="wmt13_translate.txt (commit 90b66237ad09c9e5b9b1bc61b646db7b1fb0713c)"))
+NEWS_COMMENTARY_V11 = RemoteFile(
+    "news_commentary_v11", "https://data.statmt.org/wmt16/translation-task/training-parallel-nc-v11.tgz",
+    sha256="cfe8ab047e05043476e498ee765c98e939c7b7d6d294e856344c84476b619d6a",
+    source=_TFDS.format(size=75_178_032, file="wmt16_translate.txt (commit 333639b37af6c6fedf3610a4a2d42f1c6ef6f7d5)"))
 
 WMT13_ES_EN = RemoteTask(
     name="wmt13 es-en", langs=("es", "en"), url="https://www.statmt.org/wmt13/translation-task.html",
@@ -177,10 +184,14 @@ WMT16_EN_DE = RemoteTask(
 # --- Registry entries for zhang2018 5.1 (WMT) -------------------------------------------------------------------
 # WMT17 En-De from the WMT17 preprocessed release (the paper's footnote 2; its de-en directory): 5.6M pairs, already
 # tokenised and truecased; newstest2014 dev (3003 lines: sacrebleu 'wmt14/full'), newstest2015 test, newstest2016
-# and 2017 further tests. No published checksum for the two files (unverified).
+# and 2017 further tests. No published checksum for the two files (downloaded unverified; no_checksum says why).
 WMT17_PREPROCESSED = "https://data.statmt.org/wmt17/translation-task/preprocessed/de-en"
-WMT17PP_CORPUS_EN = RemoteFile("wmt17pp_corpus_tc_en", f"{WMT17_PREPROCESSED}/corpus.tc.en.gz")
-WMT17PP_CORPUS_DE = RemoteFile("wmt17pp_corpus_tc_de", f"{WMT17_PREPROCESSED}/corpus.tc.de.gz")
+_WMT17PP_NONE = ("no published checksum: none found on statmt.org's WMT17 task page, in TensorFlow Datasets' "
+                 "url_checksums, Sockeye Autopilot or other public code that downloads these files")
+WMT17PP_CORPUS_EN = RemoteFile("wmt17pp_corpus_tc_en", f"{WMT17_PREPROCESSED}/corpus.tc.en.gz",
+                               no_checksum=_WMT17PP_NONE)
+WMT17PP_CORPUS_DE = RemoteFile("wmt17pp_corpus_tc_de", f"{WMT17_PREPROCESSED}/corpus.tc.de.gz",
+                               no_checksum=_WMT17PP_NONE)
 
 WMT17PP_EN_DE = RemoteTask(
     name="wmt17pp en-de", langs=("en", "de"), url=f"{WMT17_PREPROCESSED}/",

@@ -39,7 +39,23 @@ SENTEVAL_FILES: dict[str, str] = {
     "SoMo": "odd_man_out.txt",
     "CoIn": "coordination_inversion.txt",
 }
-SENTEVAL_BASE_URL = "https://raw.githubusercontent.com/facebookresearch/SentEval/main/data/probing"
+# pinned to the commit whose blob ids are below (main's head when they were read)
+SENTEVAL_BASE_URL = ("https://raw.githubusercontent.com/facebookresearch/SentEval/"
+                     "5d6dc117d1ac30357ddaeb7347fb5684e9b87015/data/probing")
+# The files' git blob ids, which download() checks: `git ls-tree -r 5d6dc117d1ac30357ddaeb7347fb5684e9b87015
+# data/probing` in facebookresearch/SentEval (main's head; the files are unchanged since commit 45a41660 added them).
+SENTEVAL_GIT_BLOBS: dict[str, str] = {
+    "sentence_length.txt": "9799e50a7579b5b60294b708cedc063aea16f0be",
+    "word_content.txt": "596d6fc7c624a989342f5aef2fa035d0d84f65b7",
+    "tree_depth.txt": "91567ad524de360c38105afc39d29fb7ef6b5eb8",
+    "top_constituents.txt": "1d00fe9b16f71303af7f0471fa028077f742d8b0",
+    "bigram_shift.txt": "1226c0467bd342c92132dd2fd26e54b7bd066bd7",
+    "past_present.txt": "d11394b28383bb1a8148670e33d39e5fcd326b16",
+    "subj_number.txt": "dee5770953ad194ceafc68106bd9c071986c6d2a",
+    "obj_number.txt": "c5a6f758f2293d0ed0774de327ff8199322d12ee",
+    "odd_man_out.txt": "ca1ec154df17e366330c542b48bdca5cfa65bf1c",
+    "coordination_inversion.txt": "281888217fd1ed7faef2c63c5350d2ff1b8e64ce",
+}
 SPLITS = ("tr", "va", "te")
 MIN_PER_CLASS = 10  # fewer instances of a class than this cannot fill tr/va/te sensibly
 FORMAT = "'split<TAB>label<TAB>sentence' with split one of tr/va/te and a non-empty label and sentence"
@@ -250,17 +266,19 @@ def read_task(path: Path) -> dict[str, tuple[list[str], list[str]]]:
     return data
 
 
-def fetch_senteval(out_dir: Path, cache_dir: Path, *, base_url: str = SENTEVAL_BASE_URL) -> dict:
-    """Download SentEval's 10 probing files into cache_dir, check their format, copy them to out_dir/<task>.txt.
+def fetch_senteval(out_dir: Path, cache_dir: Path, *, base_url: str = SENTEVAL_BASE_URL,
+                   git_blobs: Mapping[str, str] = SENTEVAL_GIT_BLOBS) -> dict:
+    """Download SentEval's 10 probing files into cache_dir, verify them against their git blob ids (`git_blobs`,
+    by file name), check their format, copy them to out_dir/<task>.txt.
 
-    Returns {task: {"path", "n", "labels", "splits"}}. SentEval publishes no checksums: the files are unverified.
+    Returns {task: {"path", "n", "labels", "splits"}}. A file that does not match its blob id is refused.
     """
     out_dir, cache_dir = Path(out_dir), Path(cache_dir)
     info = {}
     for task in TASKS:
-        url = f"{base_url.rstrip('/')}/{SENTEVAL_FILES[task]}"
-        log.warning("SentEval probing file %s is unverified: no checksum is published for %s", task, url)
-        cached = download(url, cache_dir / SENTEVAL_FILES[task], progress=False)
+        name = SENTEVAL_FILES[task]
+        url = f"{base_url.rstrip('/')}/{name}"
+        cached = download(url, cache_dir / name, git_blob=git_blobs[name], progress=False)
         data = read_task(cached)
         dest = out_dir / f"{task}.txt"
         with atomic_path(dest) as tmp:

@@ -1,4 +1,5 @@
 """hao2019 Table 5 probing: text-task building, SentEval files, encoder means, the gated probe, end to end."""
+import hashlib
 import random
 from collections import Counter
 
@@ -6,8 +7,9 @@ import pytest
 import torch
 
 from pipeline.errors import PipelineError
-from pipeline.papers.hao2019.probing import (SENTEVAL_FILES, SPLITS, TASKS, TEXT_TASKS, GatedProbe, build_text_tasks,
-                                       encoder_means, fetch_senteval, read_task, run_probing, train_probe)
+from pipeline.papers.hao2019.probing import (SENTEVAL_FILES, SENTEVAL_GIT_BLOBS, SPLITS, TASKS, TEXT_TASKS, GatedProbe,
+                                             build_text_tasks, encoder_means, fetch_senteval, read_task, run_probing,
+                                             train_probe)
 from pipeline.models.registry import build_model
 
 torch.set_num_threads(1)
@@ -239,22 +241,39 @@ def test_run_probing_end_to_end_deterministic_and_frozen(arch, built, vocab):
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
+def git_blob(body: bytes) -> str:
+    """`git hash-object` of `body`."""
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+
+
 def test_fetch_senteval_from_loopback(server, tmp_path):
     assert tuple(SENTEVAL_FILES) == TASKS and len(set(SENTEVAL_FILES.values())) == 10
+    assert set(SENTEVAL_GIT_BLOBS) == set(SENTEVAL_FILES.values())
+    blobs = {}
     for i, name in enumerate(SENTEVAL_FILES.values()):
-        server.files[f"/probing/{name}"] = f"tr\tA\tw{i} x\ntr\tB\ty z\nva\tA\tu v\nte\tB\tq r\n".encode()
-    info = fetch_senteval(tmp_path / "out", tmp_path / "cache", base_url=server.url("/probing/"))
+        body = f"tr\tA\tw{i} x\ntr\tB\ty z\nva\tA\tu v\nte\tB\tq r\n".encode()
+        server.files[f"/probing/{name}"], blobs[name] = body, git_blob(body)
+    info = fetch_senteval(tmp_path / "out", tmp_path / "cache", base_url=server.url("/probing/"), git_blobs=blobs)
     assert list(info) == list(TASKS)
     assert info["WC"] == {"path": str(tmp_path / "out" / "WC.txt"), "n": 4, "labels": ["A", "B"],
                           "splits": {"tr": 2, "va": 1, "te": 1}}
     assert read_task(tmp_path / "out" / "CoIn.txt")["tr"] == (["A", "B"], ["w9 x", "y z"])
     n_requests = len(server.requests)
-    fetch_senteval(tmp_path / "out2", tmp_path / "cache", base_url=server.url("/probing"))  # cache reused
+    fetch_senteval(tmp_path / "out2", tmp_path / "cache", base_url=server.url("/probing"), git_blobs=blobs)  # reused
     assert len(server.requests) == n_requests
-    (tmp_path / "cache" / "tree_depth.txt").write_text("tr\tA\n")
-    with pytest.raises(PipelineError, match=r"tree_depth.txt:1: expected"):
-        fetch_senteval(tmp_path / "out3", tmp_path / "cache", base_url=server.url("/probing"))
-    assert not (tmp_path / "out3" / "TrDep.txt").exists()
+    (tmp_path / "cache" / "tree_depth.txt").write_text("tr\tA\n")  # a damaged cached file is fetched again
+    fetch_senteval(tmp_path / "out3", tmp_path / "cache", base_url=server.url("/probing"), git_blobs=blobs)
+    assert len(server.requests) == n_requests + 1
+    assert read_task(tmp_path / "out3" / "TrDep.txt")["te"] == (["B"], ["q r"])
+    bad = b"tr\tA\n"
+    server.files["/probing/tree_depth.txt"] = bad
+    (tmp_path / "cache" / "tree_depth.txt").unlink()
+    with pytest.raises(PipelineError, match=rf"checksum mismatch for {server.url('/probing/tree_depth.txt')}"):
+        fetch_senteval(tmp_path / "out4", tmp_path / "cache", base_url=server.url("/probing"), git_blobs=blobs)
+    with pytest.raises(PipelineError, match=r"tree_depth.txt:1: expected"):  # its blob id matches: the format does not
+        fetch_senteval(tmp_path / "out4", tmp_path / "cache", base_url=server.url("/probing"),
+                       git_blobs=dict(blobs, **{"tree_depth.txt": git_blob(bad)}))
+    assert not (tmp_path / "out4" / "TrDep.txt").exists()
 
 
 def test_the_probing_analysis_refuses_a_vocabulary_of_another_size_than_the_models(tmp_path):
