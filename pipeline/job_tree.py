@@ -46,6 +46,9 @@ def run(argv: list[str]) -> int:
     _die_with_parent()
     if os.getppid() != parent:   # the parent died before the request took effect
         return 128 + signal.SIGTERM
+    # a command started in the background (`dvc repro ... &`) inherits an ignored SIGINT, and so would the tree, whose
+    # first stop signal is SIGINT: the child starts with the default action (Python's KeyboardInterrupt)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     child = subprocess.Popen(argv, start_new_session=True)
     done = threading.Event()
     stopping: list[int] = []

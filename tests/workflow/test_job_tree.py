@@ -46,13 +46,18 @@ def _gone(pids: list[int], within: float = 20.0) -> bool:
     return False
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to a command it starts in the background
+
+
+@pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_killing_the_process_that_ran_the_stage_stops_the_whole_tree(tmp_path, how):
+def test_killing_the_process_that_ran_the_stage_stops_the_whole_tree(tmp_path, how, background):
     pids_file = tmp_path / "pids"
     # the stand-in for DVC: runs the stage command as its child and waits for it
     dvc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
                             sys.executable, "-m", "pipeline.job_tree", sys.executable, "-c", TREE, str(pids_file)],
-                           start_new_session=True)
+                           start_new_session=True, preexec_fn=_ignore_sigint if background else None)
     try:
         pids = _started(pids_file, dvc)
         os.kill(dvc.pid, how)
