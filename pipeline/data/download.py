@@ -1,8 +1,6 @@
 """Resumable, verified, atomic HTTP(S) downloads and archive member extraction."""
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import fnmatch
 import gzip
 import hashlib
@@ -24,6 +22,7 @@ from tqdm import tqdm
 
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_path
+from pipeline.locks import holder_lock
 
 log = logging.getLogger(__name__)
 
@@ -198,29 +197,12 @@ def _reusable(dest: Path, sums: dict[str, str], url: str) -> bool:
     return False
 
 
-@contextlib.contextmanager
 def _download_lock(dest: Path):
-    """Hold `dest.lock` (flock; it dies with its holder) while downloading `dest`, waiting for another holder; the
-    lock file names the holder while it downloads."""
-    path = dest.with_name(dest.name + ".lock")
-    with open(path, "a+") as handle:
-        try:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                log.warning("waiting for %s's download of %s", handle.read().strip() or "another process", dest)
-                fcntl.flock(handle, fcntl.LOCK_EX)
-        except OSError as err:
-            log.warning("%s: cannot lock (%s); two downloads of this file at once would not be stopped", path,
-                        err.strerror)
-        handle.truncate(0)
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.truncate(0)  # the lock file stays (removing it would race a waiter), empty
+    """Hold `dest.lock` while downloading `dest`, waiting for another holder (pipeline.locks); the lock file stays,
+    empty (removing it would race a waiter)."""
+    return holder_lock(dest.with_name(dest.name + ".lock"),
+                       lambda holder: log.warning("waiting for %s's download of %s", holder, dest),
+                       "two downloads of this file at once")
 
 
 def archive_kind(path: Path | str) -> str:
