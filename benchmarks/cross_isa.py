@@ -144,8 +144,7 @@ def call(cmd: list[str], env: dict) -> str:
 
 def run_pinning(name: str, pins: dict, data: Path, out: Path, train: dict, decoding: dict) -> dict:
     """Train, decode and probe under one pinning (a fresh process each, so the pins apply from torch's import)."""
-    env = {k: v for k, v in os.environ.items() if k not in {"MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
-                                                              "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA"}}
+    env = {k: v for k, v in os.environ.items() if k not in {*PORTABLE, "MKL_ENABLE_INSTRUCTIONS"}}
     env.update(pins, OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",  # the CPU, also where a GPU is at hand
                 PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     work = out / name
