@@ -1,13 +1,13 @@
 # make run   — set up, then rebuild hao2019 Table 3 at the tiny scale on this CPU and compare it with the committed one
 # make test  — set up, then the whole test suite (as root it also installs Slurm + munge from Debian)
 # make test-fast — the unit tests only (no end-to-end runs): the inner loop
-# make report — every table and figure in results/ on one HTML page (artifacts/report.html, Snakemake's report)
+# make report — every table and figure in results/tiny/ on one HTML page (artifacts/report.html, Snakemake's report)
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
-TABLE ?= results/hao2019/table3.tsv
+TABLE ?= results/tiny/hao2019/table3.tsv
 REPORT ?= artifacts/report.html
 
 .PHONY: venv run test test-fast sync report clean-artifacts
@@ -36,7 +36,7 @@ test-fast: venv
 sync: venv
 	bash workflows/sync_after_pull.sh
 
-# every table and figure in results/, as they stand, on one HTML page: Snakemake's report (builds nothing else)
+# every table and figure in results/<scale>/, as they stand, on one HTML page: Snakemake's report (builds nothing else)
 report: venv
 	bash workflows/report.sh $(REPORT)
 

@@ -1,8 +1,8 @@
 # Rebuild the tables of five NMT papers. params.yaml (shared settings) and params/<paper>.yaml (one paper's corpora,
 # models, recipes, systems, tables and figures) are the one source of truth, shared with DVC.
-#   snakemake --cores 2 results/hao2019/table3.tsv           # local, tiny scale by default
-#   snakemake results/hao2019/table3.tsv --profile slurm     # on a Slurm cluster (./slurm -> workflows/profiles/slurm)
-#   snakemake ... --config scale=paper                       # the papers' corpora and sizes
+#   snakemake --cores 2 results/tiny/hao2019/table3.tsv                         # local, tiny scale by default
+#   snakemake results/paper/hao2019/table3.tsv --profile slurm --config scale=paper   # the papers' corpora and
+#                                                    sizes on a Slurm cluster (./slurm -> workflows/profiles/slurm)
 configfile: "params.yaml"
 report: "workflows/report/workflow.rst"  # the report's front page (make report)
 

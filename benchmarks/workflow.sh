@@ -36,7 +36,7 @@ case "${1:-noop}" in
     cd "$work/main"
     make venv > "$work/venv.log" 2>&1
     export PATH="$work/main/.venv/bin:$PATH"  # the rules' python is the clone's (make does the same)
-    targets=$(git ls-files "results/$paper/*.tsv")
+    targets=$(git ls-files "results/tiny/$paper/*.tsv")
     start=$(date +%s.%N)
     status=0
     snakemake --profile workflows/profiles/local --forcerun table figure -- $targets \

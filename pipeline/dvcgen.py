@@ -129,12 +129,13 @@ def stages(p: Params) -> dict:
                  for name, t in tables.items()}
         rendering = "png" if figure else "md"
         out[group] = _group(items, {
-            "cmd": f"{SMK} --allowed-rules {stage_rules('table')} -- results/${{item.paper}}/${{item.output}}.tsv",
+            "cmd": f"{SMK} --allowed-rules {stage_rules('table')} -- "
+                   f"results/${{scale}}/${{item.paper}}/${{item.output}}.tsv",
             "deps": _dep_lines("a", a_width, True) + _dep_lines("c", c_width, False),
             "params": ["significance", {"${item.file}": [f"{'figures' if figure else 'tables'}.${{key}}"]}],
             "outs": [f"{ART}/tables/${{key}}",
-                     {"results/${item.paper}/${item.output}.tsv": {"cache": False}},
-                     {f"results/${{item.paper}}/${{item.output}}.{rendering}": {"cache": False}}]})
+                     {"results/${scale}/${item.paper}/${item.output}.tsv": {"cache": False}},
+                     {f"results/${{scale}}/${{item.paper}}/${{item.output}}.{rendering}": {"cache": False}}]})
     return out
 
 

@@ -64,7 +64,7 @@ TOY_HAO2019 = {
         }
     },
 }
-TABLE = "results/hao2019/table3.tsv"
+TABLE = "results/tiny/hao2019/table3.tsv"
 PROJECT_FILES = ("Snakefile", "workflows", "pipeline", "slurm", ".dvcignore")
 
 
@@ -76,11 +76,11 @@ def project_params() -> tuple[dict, dict[str, dict]]:
     return shared, papers
 
 
-def paper_targets(paper: str) -> list[str]:
-    """results/<paper>/<file>.tsv of every table and figure the project's params/<paper>.yaml defines."""
+def paper_targets(paper: str, scale: str = "tiny") -> list[str]:
+    """results/<scale>/<paper>/<file>.tsv of every table and figure the project's params/<paper>.yaml defines."""
     _, papers = project_params()
     specs = {**papers[paper]["tables"], **papers[paper].get("figures", {})}
-    return sorted(f"results/{paper}/{name.removeprefix(paper + '-')}.tsv" for name in specs)
+    return sorted(f"results/{scale}/{paper}/{name.removeprefix(paper + '-')}.tsv" for name in specs)
 
 
 def toy_project_params() -> tuple[dict, dict[str, dict]]:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# make report: every table and figure in results/ on one HTML page, Snakemake's own report (default
-# artifacts/report.html). It shows results/ as they stand and builds nothing else: one page per table and figure
-# (rule report_page: the table or the figure's PNG with its footer), then `snakemake --report`, which embeds
-# them, one category per paper. A table or figure the params files define but results/ lacks is named and left
-# out: build it first. Needs no .snakemake metadata (a fresh clone's committed results are enough); where a build
-# left metadata, the report's statistics show its jobs' runtimes.
+# make report: every table and figure in results/<scale>/ (params.yaml's scale) on one HTML page, Snakemake's own
+# report (default artifacts/report.html). It shows them as they stand and builds nothing else: one page per table
+# and figure (rule report_page: the table or the figure's PNG with its footer), then `snakemake --report`, which
+# embeds them, one category per paper. A table or figure the params files define but results/<scale>/ lacks
+# is named and left out: build it first. Needs no .snakemake metadata (a fresh clone's committed results are
+# enough); where a build left metadata, the report's statistics show its jobs' runtimes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-artifacts/report.html}

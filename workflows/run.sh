@@ -5,7 +5,7 @@
 # A second run retrains nothing: only the table step reruns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-table=${1:?usage: workflows/run.sh results/PAPER/TABLE.tsv, as make run passes its TABLE}
+table=${1:?usage: workflows/run.sh results/tiny/PAPER/TABLE.tsv, as make run passes its TABLE}
 committed=$(mktemp)
 trap 'rm -f "$committed"' EXIT
 if git cat-file -e "HEAD:$table" 2>/dev/null; then

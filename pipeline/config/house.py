@@ -197,7 +197,7 @@ class _House:
         output = name[len(paper) + 1:]
         if not name.startswith(f"{paper}-") or not output.replace("_", "").isalnum():
             r.fail(key, f"expected a name '{paper}-<file stem>' such as {paper}-table3 (it writes "
-                        f"results/{paper}/<file stem>.tsv), got {name!r}")
+                        f"results/{self.scale}/{paper}/<file stem>.tsv), got {name!r}")
         systems = {**self.experiments, **self.ensembles, **self.external, **self.combinations}
         if ("cells" in spec) == ("grid" in spec):
             r.fail(key, "expected exactly one of 'cells' (row -> column -> system) and 'grid' (a grid's name)")
@@ -230,9 +230,9 @@ class _House:
         if not values and not analyses:
             r.fail(key, "expected 'values' (what each cell shows) or 'analyses', or both")
         layout = r.value(spec.get("layout", name), f"{key}.layout", str)
-        return Table(name=name, paper=paper, output=output, cells=cells, test_sets=test_sets, values=values,
-                     significance=significance, analyses=analyses, figure=group == "figures", layout=layout,
-                     params_keys=keys)
+        return Table(name=name, paper=paper, output=output, scale=self.scale, cells=cells, test_sets=test_sets,
+                     values=values, significance=significance, analyses=analyses, figure=group == "figures",
+                     layout=layout, params_keys=keys)
 
     def _test_sets(self, r, key, raw, cells, columns) -> dict:
         """column -> test set: one name for every column or a mapping; each must be a test set of the corpus."""

@@ -137,7 +137,8 @@ class Table:
     """A table or figure: which system fills which cell, what each cell shows, and what its layout needs."""
     name: str
     paper: str
-    output: str                  # results/<paper>/<output>.tsv (+ .md / .png): the name is <paper>-<output>
+    output: str                  # results/<scale>/<paper>/<output>.tsv (+ .md / .png): the name is <paper>-<output>
+    scale: str                   # the scale it is built at, its path's first folder: tiny and paper never mix
     cells: dict                  # row -> column -> system
     test_sets: dict              # column -> test set
     values: dict                 # value name -> source ("<metric>[.<field>]" or "train.<field>")
@@ -149,12 +150,12 @@ class Table:
 
     @property
     def target(self) -> str:
-        return f"results/{self.paper}/{self.output}.tsv"
+        return f"results/{self.scale}/{self.paper}/{self.output}.tsv"
 
     @property
     def rendering(self) -> str:
         """The .md of a table or the .png of a figure."""
-        return f"results/{self.paper}/{self.output}.{'png' if self.figure else 'md'}"
+        return f"results/{self.scale}/{self.paper}/{self.output}.{'png' if self.figure else 'md'}"
 
     def systems(self) -> list[str]:
         return sorted({system for row in self.cells.values() for system in row.values()})

@@ -1,4 +1,4 @@
-"""One table or figure of results/ as a self-contained HTML page (title, table or PNG, footer) for Snakemake's report.
+"""One table or figure of results/<scale>/ as a self-contained HTML page (title, table or PNG, footer) for the report.
 
 Snakemake's HTML report shows an image or an HTML file, but offers a .tsv or .md only as a download; these pages
 are what it shows (workflows/rules/report.smk, rule report_page). They are read back from the committed files, so a

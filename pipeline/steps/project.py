@@ -30,19 +30,20 @@ def check_config(args: CheckConfigArgs) -> None:
 class TargetsArgs:
     params: str = arg("params.yaml")
     paper: str | None = arg(None, help="only this paper's")
+    scale: str | None = arg(None, choices=("tiny", "paper"), help="at this scale (default: params.yaml's)")
 
 
 @register_step("targets", TargetsArgs, help="print the table and figure targets the params files define")
 def targets(args: TargetsArgs) -> None:
     from pipeline.config import load_params
-    for table in load_params(args.params).tables.values():
+    for table in load_params(args.params, scale=args.scale).tables.values():
         if args.paper is None or table.paper == args.paper:
             print(table.target)
 
 
 @dataclass
 class PlanArgs:
-    target: str = arg(help="a table or figure, results/<paper>/<name>.tsv")
+    target: str = arg(help="a table or figure, results/<scale>/<paper>/<name>.tsv")
     dry_run: str = arg("-", help="the output of `snakemake -n` for it (- : standard input)")
     params: str = arg("params.yaml")
 
@@ -151,7 +152,7 @@ def describe(args: DescribeArgs) -> None:
 
 @dataclass
 class ReportPageArgs:
-    tsv: str = arg(help="results/<paper>/<output>.tsv")
+    tsv: str = arg(help="results/<scale>/<paper>/<output>.tsv")
     rendering: str = arg(help="its .md (a table) or .png (a figure)")
     name: str = arg(help="the page's title where the .md gives none (a figure)")
     output: str = arg()

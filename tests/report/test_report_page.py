@@ -76,7 +76,7 @@ def check_entry(ws: Path, report: dict, categories: dict, target: str) -> None:
     """One table or figure in the report: grouped by paper, labelled, captioned, its page showing the result."""
     paper, output = Path(target).parent.name, Path(target).stem
     tsv = ws / target
-    figure = (ws / f"results/{paper}/{output}.png").exists()
+    figure = (ws / f"results/tiny/{paper}/{output}.png").exists()
     path = f"artifacts/tiny/report/{paper}/{output}.html"
     assert path in report, (target, sorted(report))
     entry = report[path]
@@ -84,7 +84,7 @@ def check_entry(ws: Path, report: dict, categories: dict, target: str) -> None:
     number = re.fullmatch(r"(?:table|fig)(\d+)", output)
     name = f"{'Figure' if figure else 'Table'} {number[1]}" if number else output
     assert entry["labels"] == {"name": name}
-    assert f"{paper} {name}" in entry["caption"] and f"results/{paper}/{output}.tsv" in entry["caption"]
+    assert f"{paper} {name}" in entry["caption"] and f"results/tiny/{paper}/{output}.tsv" in entry["caption"]
     assert entry["mime_type"] == "text/html" and entry["job_properties"]["rule"] == "report_page"
 
     page = Page(decoded(entry["data_uri"]).decode("utf-8"))
@@ -93,9 +93,9 @@ def check_entry(ws: Path, report: dict, categories: dict, target: str) -> None:
     assert page.notes == footer and footer, target  # the footer, line by line
     if figure:
         assert page.title == f"{paper} {name}"
-        assert [decoded(src) for src in page.images] == [(ws / f"results/{paper}/{output}.png").read_bytes()]
+        assert [decoded(src) for src in page.images] == [(ws / f"results/tiny/{paper}/{output}.png").read_bytes()]
     else:
-        title = (ws / f"results/{paper}/{output}.md").read_text(encoding="utf-8").splitlines()[0]
+        title = (ws / f"results/tiny/{paper}/{output}.md").read_text(encoding="utf-8").splitlines()[0]
         assert f"**{page.title}**" == title and not page.images
 
 
@@ -121,7 +121,7 @@ def test_a_fresh_copy_reports_every_committed_table_and_figure(tmp_path):
 
 def test_a_toy_build_then_the_report_holds_what_it_built(tmp_path):
     ws = make_workspace(tmp_path / "ws", *toy_zhang2018_params())
-    built = ["results/zhang2018/table3.tsv", "results/zhang2018/fig3.tsv"]
+    built = ["results/tiny/zhang2018/table3.tsv", "results/tiny/zhang2018/fig3.tsv"]
     run(["snakemake", *PROFILE, "--", *built], ws, timeout=900)
     made = run(["bash", "workflows/report.sh"], ws)
     html = (ws / "artifacts/report.html").read_text(encoding="utf-8")

@@ -24,8 +24,8 @@ def test_project_params_resolve_per_scale():
     assert paper.corpora["en-de"].source == "wmt14-en-de" and tiny.corpora["en-de"].source == "l10n-en-de"
     assert paper.recipes["base"].resources.gpu == 8 and tiny.recipes["base"].resources.gpu == 0
     assert tiny.experiments["zhen-base-biarn"].init == "zhen-base"
-    assert tiny.tables["hao2019-table3"].target == "results/hao2019/table3.tsv"
-    assert tiny.tables["hao2019-length"].target == "results/hao2019/length.tsv"
+    assert tiny.tables["hao2019-table3"].target == "results/tiny/hao2019/table3.tsv"
+    assert tiny.tables["hao2019-length"].target == "results/tiny/hao2019/length.tsv"
     # zeng2021's grid: direction x system, each system merging both entries
     assert paper.decoding_of("z-zh-en-transf")["length_penalty"] == 1.0  # zeng2021 3.1: 1.0 for Zh-En
     assert paper.decoding_of("z-en-de-transf")["length_penalty"] == 0.6

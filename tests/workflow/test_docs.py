@@ -398,7 +398,7 @@ def test_the_checker_rejects_what_does_not_work():
                 ["dvc", "repro", "table@no-such-paper-table1"],
                 ["dvc", "push", "--no-such-option"],
                 ["dvc", "exp", "run", "-S", "params/zeng2021.yaml:grids.z.systems.ran-all.options.ran_fixed=true"],
-                ["snakemake", "--profile", "no-such-profile", "results/hao2019/table3.tsv"],
+                ["snakemake", "--profile", "no-such-profile", "results/tiny/hao2019/table3.tsv"],
                 ["bash", "benchmarks/workflow.sh", "no-such-mode"],
                 ["bash", "no-such-script.sh"]):
         with pytest.raises(AssertionError):

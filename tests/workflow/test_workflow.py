@@ -56,7 +56,7 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
     # the code path every job ran on (pipeline/cpu_math.py), set by the Snakefile for every job
     assert re.fullmatch(r"torch \S+, ATen AVX2, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread", summary["cpu_math"])
     assert footer[-1] == f"# training computed with: {summary['cpu_math']}"
-    assert (ws / "results/hao2019/table3.md").read_text().count("|") > 20
+    assert (ws / "results/tiny/hao2019/table3.md").read_text().count("|") > 20
 
     # a second run has nothing to do
     dry = run(["snakemake", *PROFILE, "-n", TABLE], ws)
@@ -193,8 +193,8 @@ def test_a_toy_paper_is_added_by_new_files_only(tmp_path):
     added = ["?? params/toy2026.yaml", "?? pipeline/papers/toy2026/"]
     assert run(["git", "status", "--porcelain", "--", *SHARED], ws).stdout.splitlines() == added
 
-    run(["snakemake", *PROFILE, "results/toy2026/table1.tsv"], ws)
-    rows = read_table(ws / "results/toy2026/table1.tsv")
+    run(["snakemake", *PROFILE, "results/tiny/toy2026/table1.tsv"], ws)
+    rows = read_table(ws / "results/tiny/toy2026/table1.tsv")
     assert [r["Row"] for r in rows] == ["a", "b"]
     art = ws / "artifacts/tiny"
     score = json.loads((art / "eval/t-b/test.exact-match.json").read_text())

@@ -4,7 +4,7 @@ import re
 import shlex
 
 from pipeline import cpu_math
-from pipeline.config import parse_params, read_paper_files
+from pipeline.config import SCALES, parse_params, read_paper_files
 from pipeline.errors import PipelineError
 from pipeline.paths import Paths
 from pipeline.steps import load_steps
@@ -17,6 +17,7 @@ except PipelineError as err:
 cpu_math.apply(P.cpu_math)  # the jobs inherit it (a Slurm job reads this file again): same bits on any x86-64 CPU
 
 R = P.root  # artifacts/<scale>: tiny and paper runs never mix
+RESULTS = f"results/{P.scale}"  # results/<scale>/<paper>/: the committed tiny tables beside a paper-scale build
 PATHS = Paths(R)
 STEPS = load_steps()
 

@@ -8,7 +8,7 @@ from pipeline.report.page import display_name
 
 
 def table_of(wildcards):
-    """The table or figure behind results/<paper>/<output>.*: <paper>-<output> in params/<paper>.yaml."""
+    """The table or figure behind results/<scale>/<paper>/<output>.*: <paper>-<output> in params/<paper>.yaml."""
     return f"{wildcards.paper}-{wildcards.output}"
 
 
@@ -111,8 +111,8 @@ rule table:
     input:
         table_inputs,
     output:
-        tsv="results/{paper}/{output}.tsv",
-        md="results/{paper}/{output}.md",
+        tsv=f"{RESULTS}/{{paper}}/{{output}}.tsv",
+        md=f"{RESULTS}/{{paper}}/{{output}}.md",
         cells=f"{R}/tables/{{paper}}-{{output}}/cells.json",
     wildcard_constraints:
         output=TABLE_OUTPUTS,
@@ -132,8 +132,8 @@ rule figure:
     input:
         table_inputs,
     output:
-        tsv="results/{paper}/{output}.tsv",
-        png="results/{paper}/{output}.png",
+        tsv=f"{RESULTS}/{{paper}}/{{output}}.tsv",
+        png=f"{RESULTS}/{{paper}}/{{output}}.png",
         cells=f"{R}/tables/{{paper}}-{{output}}/cells.json",
     wildcard_constraints:
         output=FIGURE_OUTPUTS,
@@ -149,6 +149,23 @@ rule figure:
         "--cells {output.cells} > {log} 2>&1"
 
 
+def other_scale(wildcards):
+    raise WorkflowError(f"results/{wildcards.scale}/{wildcards.paper}/{wildcards.output}.tsv is built at scale "
+                        f"{wildcards.scale}, and this run's scale is {P.scale} (params.yaml 'scale'): add "
+                        f"--config scale={wildcards.scale}")
+
+
+rule other_scale:  # a target of the other scale fails while the DAG is built, saying how to ask for it
+    input:
+        other_scale,
+    output:
+        "results/{scale}/{paper}/{output}.tsv",
+    wildcard_constraints:
+        scale=alternatives(set(SCALES) - {P.scale}),
+    shell:
+        "false"
+
+
 # Snakemake's report (`make report`): one self-contained HTML page per table and figure, read from results/ as it
 # stands (a fresh clone's committed files need no rebuild), flagged for the report and grouped by paper.
 def page(table):
@@ -158,7 +175,7 @@ def page(table):
 
 rule report_page:
     input:
-        tsv="results/{paper}/{output}.tsv",
+        tsv=f"{RESULTS}/{{paper}}/{{output}}.tsv",
         rendering=lambda wc: P.tables[table_of(wc)].rendering,
         code="pipeline/report/page.py",  # a change of the page's layout renders every page again
     output:

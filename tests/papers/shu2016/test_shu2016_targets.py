@@ -16,8 +16,8 @@ PROFILE = ["--profile", "workflows/profiles/local"]
 def test_every_shu2016_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = paper_targets("shu2016")
-    assert targets == ["results/shu2016/fig2.tsv", "results/shu2016/table1.tsv", "results/shu2016/table2.tsv"]
+    targets = paper_targets("shu2016", "paper")
+    assert targets == [f"results/paper/shu2016/{name}.tsv" for name in ("fig2", "table1", "table2")]
     dry = run(["snakemake", "--profile", "workflows/profiles/slurm", "-n", "--config", "scale=paper", "--", *targets],
               ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
@@ -50,7 +50,7 @@ def _toy_params() -> tuple[dict, dict]:
 def test_tables_1_2_and_figure_2_build_on_toy_corpora(tmp_path):
     ws = make_workspace(tmp_path / "ws", *_toy_params())
     run(["snakemake", *PROFILE, "--", *paper_targets("shu2016")], ws, timeout=900)
-    results, art = ws / "results/shu2016", ws / "artifacts/tiny"
+    results, art = ws / "results/tiny/shu2016", ws / "artifacts/tiny"
 
     def score(system, metric):
         return json.loads((art / f"eval/{system}/test.{metric}.json").read_text(encoding="utf-8"))["score"]

@@ -16,7 +16,7 @@ DIRECTIONS = ("en-zh", "es-en", "en-de")
 def test_every_werlen2018_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = paper_targets("werlen2018")
+    targets = paper_targets("werlen2018", "paper")
     assert len(targets) == 9  # Tables 1-6, Figures 2-4
     dry = run(["snakemake", *PROFILE, "-n", "--config", "scale=paper", "--", *targets], ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
@@ -48,7 +48,7 @@ def test_every_werlen2018_target_dry_runs_at_paper_scale(tmp_path):
 
 
 # ------------------------------------------------------------------ toy build
-TOY_TARGETS = ["results/werlen2018/table3.tsv", "results/werlen2018/table5.tsv", "results/werlen2018/fig2.tsv"]
+TOY_TARGETS = [f"results/tiny/werlen2018/{name}.tsv" for name in ("table3", "table5", "fig2")]
 
 
 def _toy_params() -> tuple[dict, dict]:
@@ -97,7 +97,7 @@ def fill(sheet_text: str, key: dict, judge) -> str:
 def test_tables_3_5_and_figure_2_build_on_toy_corpora(tmp_path):
     ws = make_workspace(tmp_path / "ws", *_toy_params())
     run(["snakemake", *PROFILE, "--", *TOY_TARGETS], ws, timeout=900)
-    results, art = ws / "results/werlen2018", ws / "artifacts/tiny/tables"
+    results, art = ws / "results/tiny/werlen2018", ws / "artifacts/tiny/tables"
 
     table3 = {row["Models"]: row for row in read_table(results / "table3.tsv")}
     ours = {}
@@ -145,7 +145,7 @@ def test_tables_3_5_and_figure_2_build_on_toy_corpora(tmp_path):
     werlen = yaml.safe_load(params.read_text(encoding="utf-8"))
     werlen["tables"]["werlen2018-table5"]["analyses"]["ranking"]["sheets"] = "filled-sheets"
     params.write_text(yaml.safe_dump(werlen, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    rerun = run(["snakemake", *PROFILE, "--", "results/werlen2018/table5.tsv"], ws, timeout=300)
+    rerun = run(["snakemake", *PROFILE, "--", "results/tiny/werlen2018/table5.tsv"], ws, timeout=300)
     assert '"filled": ["filled-sheets/en-zh.tsv"]' in rerun.stdout + rerun.stderr
     assert not re.search(r"rule (train|translate):", rerun.stdout + rerun.stderr)  # only the tally and the table
 

@@ -13,7 +13,7 @@ KEPT_PAIRS = ("en-de", "en-fr", "zh-en")  # Table 1 on toy corpora: three of its
 def test_every_zeng2021_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = paper_targets("zeng2021")
+    targets = paper_targets("zeng2021", "paper")
     assert len(targets) == 10  # Tables 1-4, Figures 3-8
     dry = run(["snakemake", "-n", "-p", "--cores", "1", "--config", "scale=paper", "--", *targets], ws)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
@@ -46,7 +46,7 @@ def _toy_params() -> tuple[dict, dict]:
 def test_every_zeng2021_target_builds_on_toy_corpora(tmp_path):
     ws = make_workspace(tmp_path / "ws", *_toy_params())
     run(["snakemake", *PROFILE, "--", *paper_targets("zeng2021")], ws, timeout=1500)
-    results = ws / "results/zeng2021"
+    results = ws / "results/tiny/zeng2021"
 
     table1 = read_table(results / "table1.tsv")
     systems = ("TransF", "HC-SA", "Syn-R", "RAN-E", "RAN-D", "RAN-ALL")

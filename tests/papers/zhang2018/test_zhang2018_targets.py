@@ -15,7 +15,7 @@ PROFILE = ["--profile", "workflows/profiles/local"]
 def test_every_zhang2018_target_dry_runs_at_paper_scale(tmp_path):
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", shared, papers)
-    targets = paper_targets("zhang2018")
+    targets = paper_targets("zhang2018", "paper")
     assert len(targets) == 6  # Tables 1-4, Figures 3-4
     dry = run(["snakemake", "--profile", "workflows/profiles/slurm", "-n", "--config", "scale=paper", "--", *targets],
               ws)
@@ -41,14 +41,13 @@ def test_every_zhang2018_target_dry_runs_at_paper_scale(tmp_path):
     assert "raw/valid.en --output artifacts/paper/data/rn-en-de/tok/valid.src  >" in dry.stdout
 
 
-TOY_TARGETS = ["results/zhang2018/table1.tsv", "results/zhang2018/table4.tsv", "results/zhang2018/fig3.tsv",
-               "results/zhang2018/fig4.tsv"]
+TOY_TARGETS = [f"results/tiny/zhang2018/{name}.tsv" for name in ("table1", "table4", "fig3", "fig4")]
 
 
 def test_tables_1_4_and_figures_3_4_build_on_toy_corpora(tmp_path):
     ws = make_workspace(tmp_path / "ws", *toy_zhang2018_params())
     run(["snakemake", *PROFILE, "--", *TOY_TARGETS], ws, timeout=900)
-    results, art = ws / "results/zhang2018", ws / "artifacts/tiny"
+    results, art = ws / "results/tiny/zhang2018", ws / "artifacts/tiny"
 
     table1 = {row["Systems"]: row for row in read_table(results / "table1.tsv")}
     assert table1["RNMT"]["MT03 (paper)"] == "39.24*" and table1["VRNMT"]["MT03 (ours)"] == ""
