@@ -3,19 +3,20 @@ the decoding-speed measurement read their inputs through this)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from pipeline.fileio import read_lines
 
 
-def load_test(inputs: dict, limit: int, with_target: bool = True):
+def load_test(inputs: dict, limit: int, with_target: bool = True, device=None):
     """(model, its record (load_model's info), source ids, target ids or None) of the first `limit` test pairs of
-    `inputs` (model, src, tgt, src_vocab, tgt_vocab); pairs that do not fit the model's positions are left out."""
-    from pipeline.checkpoint import check_vocab, load_model
+    `inputs` (model, src, tgt, src_vocab, tgt_vocab); pairs that do not fit the model's positions are left out.
+    The model is on `device` (default: the job's GPU if it has one, else the CPU: pipeline.device)."""
+    from pipeline.checkpoint import check_vocab
     from pipeline.data.vocab import Vocab
+    from pipeline.device import load_model_for_job
     from pipeline.train import within_length
 
-    model, info = load_model(Path(inputs["model"]))
+    model, info = load_model_for_job(inputs["model"], device)
     ids = {}
     for side in ("src", "tgt") if with_target else ("src",):
         vocab = Vocab.load(inputs[f"{side}_vocab"])

@@ -36,6 +36,9 @@ class Resources:
 
 
 DEFAULT_RESOURCES = {scale: Resources() for scale in SCALES}
+# a step that runs a model (beam search, rescoring, teacher-forced analyses): on one GPU at paper scale, where the
+# papers' test sets take seconds to minutes (a CPU thread would take hours); the tiny scale's CPU elsewhere
+MODEL_RESOURCES = {"tiny": Resources(), "paper": Resources(threads=4, mem_mb=16000, runtime=120, gpu=1)}
 
 
 @dataclass(frozen=True)

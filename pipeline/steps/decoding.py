@@ -9,17 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.fileio import read_lines, write_lines
-from pipeline.steps import register_step
+from pipeline.steps import MODEL_RESOURCES, register_step
 from pipeline.steps.arguments import arg
 
 
-def load_systems(paths: list[str], vocab_paths: dict[str, str] | None = None):
-    """(model, precision, vocabularies): one model, or an ensemble of several averaging their log-probabilities, the
-    precision they were trained at (float32 if the members differ), and the Vocab of each side ("src"/"tgt") at
-    vocab_paths, which every member must fit (pipeline.checkpoint.check_vocab)."""
-    from pipeline.checkpoint import check_vocab, load_model, trained_precision
+def load_systems(paths: list[str], vocab_paths: dict[str, str] | None = None, device=None):
+    """(model, precision, vocabularies): one model, or an ensemble of several averaging their log-probabilities, on
+    `device` (default: the job's GPU if it has one, else the CPU: pipeline.device), the precision they were trained
+    at (float32 if the members differ), and the Vocab of each side ("src"/"tgt") at vocab_paths, which every member
+    must fit (pipeline.checkpoint.check_vocab)."""
+    from pipeline.checkpoint import check_vocab, trained_precision
     from pipeline.data.vocab import Vocab
-    loaded = [load_model(Path(path)) for path in paths]
+    from pipeline.device import load_model_for_job
+    loaded = [load_model_for_job(path, device) for path in paths]
     vocabs = {side: Vocab.load(vocab_path) for side, vocab_path in (vocab_paths or {}).items()}
     for path, (_, info) in zip(paths, loaded):
         for side, vocab in vocabs.items():
@@ -46,7 +48,7 @@ class TranslateArgs:
     no_progress: bool = arg(False)
 
 
-@register_step("translate", TranslateArgs, rules=("translate", "nbest_decode"), stage="eval",
+@register_step("translate", TranslateArgs, rules=("translate", "nbest_decode"), stage="eval", resources=MODEL_RESOURCES,
                code=("pipeline.translate", "pipeline.search", "pipeline.ensemble", "pipeline.checkpoint"),
                help="beam-search a subword file, then remove BPE and detokenise")
 def translate(args: TranslateArgs) -> None:

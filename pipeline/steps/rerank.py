@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.fileio import read_lines, read_nbest, write_lines
-from pipeline.steps import register_step
+from pipeline.steps import MODEL_RESOURCES, register_step
 from pipeline.steps.arguments import arg
 
 
@@ -28,7 +28,7 @@ class RerankArgs:
     batch_size: int = arg(50)
 
 
-@register_step("rerank", RerankArgs, rules=("rerank",), stage="eval",
+@register_step("rerank", RerankArgs, rules=("rerank",), stage="eval", resources=MODEL_RESOURCES,
                help="rerank n-best lists by a model's (or an ensemble's) log-probability")
 def rerank(args: RerankArgs) -> None:
     from pipeline.rerank import rerank_lists

@@ -1,5 +1,6 @@
 """A table's path names its scale (results/<scale>/<paper>/): beside the committed tiny tables of a fresh clone, the
-README's paper-scale command plans each paper's whole build, and a target of the other scale stops the run at once."""
+README's paper-scale command plans each paper's whole build, and a target of the other scale stops the run at once.
+Every step that runs a model asks for one GPU at paper scale; at tiny scale no job asks for one and none sees one."""
 import re
 import shutil
 
@@ -9,12 +10,28 @@ from workspace import ROOT, make_workspace, paper_targets, project_params, run
 
 pytestmark = pytest.mark.slow
 PAPERS = ("hao2019", "shu2016", "werlen2018", "zeng2021", "zhang2018")
+# the rules whose step runs a model: beam search, rescoring and the analyses that run it (zeng2021's `patterns`
+# only reads its weights: the CPU)
+MODEL_RULES = {"train", "translate", "nbest_decode", "rerank", "analysis_attention", "analysis_previous_words",
+               "analysis_perplexity", "analysis_alignment", "analysis_speed", "analysis_probing"}
 
 
 def job_counts(dry_run_output: str) -> dict[str, int]:
     """rule -> jobs of a dry run's "Job stats" table."""
     stats = dry_run_output.split("Job stats:", 1)[1].split("Reasons:", 1)[0]
     return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
+
+
+def jobs(dry_run_output: str) -> list[tuple[str, int, str]]:
+    """(rule, GPUs asked, shell command) of every job a `snakemake -n -p` printed."""
+    found = []
+    for block in re.split(r"\n(?=\[[^\]]+\]\n(?:local)?rule )", dry_run_output):
+        rule = re.search(r"^(?:local)?rule (\w+):", block, flags=re.M)
+        if rule:
+            gpus = re.search(r"^\s+resources: .*\bgpu=(\d+)", block, flags=re.M)
+            shell = re.search(r"^Shell command: (.*)$", block, flags=re.M)
+            found.append((rule.group(1), int(gpus.group(1)) if gpus else 0, shell.group(1) if shell else ""))
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +43,43 @@ def fresh_clone(tmp_path_factory):
     return ws
 
 
-def test_the_paper_command_plans_every_papers_whole_build_in_a_fresh_clone(fresh_clone):
+@pytest.fixture(scope="module")
+def paper_dry_runs(fresh_clone):
+    """paper -> the README's paper-scale command's dry run of its targets (-p: the shell commands) in the clone."""
+    return {paper: run(["snakemake", "-n", "-p", "--cores", "16", "--config", "scale=paper", "--",
+                        *paper_targets(paper, "paper")], fresh_clone).stdout for paper in PAPERS}
+
+
+def test_the_paper_command_plans_every_papers_whole_build_in_a_fresh_clone(fresh_clone, paper_dry_runs):
     assert all((fresh_clone / target).exists() for paper in PAPERS for target in paper_targets(paper))
     for paper in PAPERS:
-        command = ["snakemake", "-n", "--cores", "16", "--config", "scale=paper", "--", *paper_targets(paper, "paper")]
-        planned = job_counts(run(command, fresh_clone).stdout)
-        whole = job_counts(run([*command[:2], "--forceall", *command[2:]], fresh_clone).stdout)
+        planned = job_counts(paper_dry_runs[paper])
+        whole = job_counts(run(["snakemake", "-n", "--forceall", "--cores", "16", "--config", "scale=paper", "--",
+                                *paper_targets(paper, "paper")], fresh_clone).stdout)
         assert planned == whole, paper    # nothing the committed tiny tables hold counts as built at paper scale
         assert planned["train"] > 0 and planned["table"] + planned.get("figure", 0) == len(paper_targets(paper))
+
+
+def test_every_model_step_asks_for_a_gpu_at_paper_scale_and_sees_it(paper_dry_runs):
+    seen = set()
+    for paper, output in paper_dry_runs.items():
+        for rule, gpus, shell in jobs(output):
+            if rule in MODEL_RULES:
+                seen.add(rule)
+                assert gpus >= 1 and "CUDA_VISIBLE_DEVICES" not in shell, (paper, rule, gpus)
+            else:
+                assert gpus == 0, (paper, rule)   # preprocessing, scoring, tables: CPU jobs
+    assert seen == MODEL_RULES    # the five papers use every kind of model step
+
+
+def test_no_job_asks_for_or_sees_a_gpu_at_tiny_scale(fresh_clone):
+    targets = [t for paper in PAPERS for t in paper_targets(paper)]
+    planned = jobs(run(["snakemake", "-n", "-p", "--forceall", "--cores", "2", "--", *targets], fresh_clone).stdout)
+    assert {rule for rule, _, _ in planned} >= MODEL_RULES
+    assert all(gpus == 0 for _, gpus, _ in planned)
+    for rule, _, shell in planned:
+        if rule in MODEL_RULES:
+            assert shell.startswith("CUDA_VISIBLE_DEVICES= "), (rule, shell)   # hidden: the CPU on any machine
 
 
 def test_the_committed_tiny_tables_satisfy_a_tiny_build(fresh_clone):

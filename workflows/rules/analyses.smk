@@ -35,6 +35,7 @@ for _analysis in declared_analyses().values():
             context=lambda wc, a=_analysis: q(a.context(analysis_job(a, wc))),
             extra=lambda wc, output, a=_analysis: q({name: output[name] for name in a.extra_outputs}),
             omp=1 if resources_of(_analysis.step).alone else resources_of(_analysis.step).threads,
+            hide_gpus=hide_gpus(resources_of(_analysis.step).gpu),
             step=_analysis.step,  # shell: below is evaluated when a job runs, after the loop: only params are bound
         threads: threads_of(_analysis.step)
         resources:
@@ -42,6 +43,6 @@ for _analysis in declared_analyses().values():
         log:
             f"{R}/logs/analysis/{_analysis.kind}/{{table}}/{{item}}.log",
         shell:
-            "OMP_NUM_THREADS={params.omp} python -m pipeline {params.step} --settings {params.settings} "
-            "--inputs {params.inputs} --context {params.context} --extra {params.extra} --output {output.result} "
-            "> {log} 2>&1"
+            "{params.hide_gpus}OMP_NUM_THREADS={params.omp} python -m pipeline {params.step} "
+            "--settings {params.settings} --inputs {params.inputs} --context {params.context} --extra {params.extra} "
+            "--output {output.result} > {log} 2>&1"

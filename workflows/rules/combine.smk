@@ -40,6 +40,7 @@ rule nbest_decode:
     params:
         spec=lambda wc: q(nbest_spec(wc)),
         cpu_math=P.cpu_math,
+        hide_gpus=hide_gpus(resources_of("translate").gpu),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
@@ -49,7 +50,8 @@ rule nbest_decode:
     log:
         f"{R}/logs/nbest/{{combo}}/{{system}}.{{split}}.log",
     shell:
-        "OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} {params.models} "
+        "{params.hide_gpus}OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} "
+        "{params.models} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --input {input.src} --output {output.hyp} "
         "--lang {params.lang} {params.detruecase} --no-progress > {log} 2>&1"
 
@@ -130,6 +132,7 @@ rule rerank:
     params:
         settings=lambda wc: q(P.combinations[wc.combo].settings),
         cpu_math=P.cpu_math,
+        hide_gpus=hide_gpus(resources_of("rerank").gpu),
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         extra=lambda wc, input: " ".join(
@@ -141,7 +144,8 @@ rule rerank:
     log:
         f"{R}/logs/rerank/{{combo}}.{{split}}.log",
     shell:
-        "OMP_NUM_THREADS={threads} python -m pipeline rerank {params.models} --nbest {input.nbest} --src {input.src} "
+        "{params.hide_gpus}OMP_NUM_THREADS={threads} python -m pipeline rerank {params.models} --nbest {input.nbest} "
+        "--src {input.src} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --lang {params.lang} "
         "--settings {params.settings} {params.extra} --output {output} > {log} 2>&1"
 

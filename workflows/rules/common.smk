@@ -68,6 +68,12 @@ def threads_of(step):
     return machine_cores() if declared.alone else declared.threads
 
 
+def hide_gpus(gpus):
+    """A job's shell prefix: a job that asks for no GPU sees none, so it computes on the CPU on any machine
+    (pipeline/device.py); one that asks for GPUs sees those it was given."""
+    return "" if gpus else "CUDA_VISIBLE_DEVICES= "
+
+
 def job_resources(step):
     """Snakemake's resources of a step's job: memory, wall time, GPUs."""
     declared = resources_of(step)

@@ -21,6 +21,7 @@ rule translate:
     params:
         spec=lambda wc: q(P.decoding_of(wc.system)),
         cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change decodes again
+        hide_gpus=hide_gpus(resources_of("translate").gpu),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
         detruecase=lambda wc: "--detruecase" if P.corpus_of(wc.system).truecase else "",
@@ -30,7 +31,8 @@ rule translate:
     log:
         f"{R}/logs/translate/{{system}}.{{split}}.log",
     shell:
-        "OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} {params.models} "
+        "{params.hide_gpus}OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} "
+        "{params.models} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --input {input.src} --output {output} "
         "--lang {params.lang} {params.detruecase} --no-progress > {log} 2>&1"
 

@@ -61,6 +61,7 @@ rule train:
         out_dir=f"{R}/models/{{exp}}",
         curves_dir=f"{R}/curves/{{exp}}",
         launcher=launcher,
+        hide_gpus=lambda wc, resources: hide_gpus(resources.gpu),  # a recipe without GPUs trains on the CPU anywhere
         omp=lambda wc, threads, resources: max(1, threads // max(resources.gpu, 1)),  # per rank: the job's cores shared
     threads: lambda wc: recipe_resources("cpus")(wc)
     resources:
@@ -70,7 +71,7 @@ rule train:
     log:
         f"{R}/logs/train/{{exp}}.log",
     shell:
-        "OMP_NUM_THREADS={params.omp} {params.launcher} train --spec {params.spec} "
+        "{params.hide_gpus}OMP_NUM_THREADS={params.omp} {params.launcher} train --spec {params.spec} "
         "--train-src {input.train_src} --train-tgt {input.train_tgt} "
         "--valid-src {input.valid_src} --valid-tgt {input.valid_tgt} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pipeline.analyses import Job, Task, register_analysis
 from pipeline.settings import require, require_positive
+from pipeline.steps import MODEL_RESOURCES
 
 
 @dataclass(frozen=True)
@@ -66,19 +67,20 @@ def probing_inputs(job: Job) -> dict:
 
 @register_analysis("probing", ProbingSettings, inputs=probing_inputs,
                    context=lambda job: {"lang": job.params.corpus_of(job.item).src},
-                   code=("pipeline.data.tokenize", "pipeline.data.subword"),
+                   code=("pipeline.data.tokenize", "pipeline.data.subword"), resources=MODEL_RESOURCES,
                    help="probing classifiers on a frozen encoder's sentence means")
 def probing(task: Task) -> dict:
     """Probing classifiers on a frozen encoder's sentence means."""
     from pathlib import Path
 
-    from pipeline.checkpoint import check_vocab, load_model
+    from pipeline.checkpoint import check_vocab
     from pipeline.data.subword import codes_for, load_bpe
     from pipeline.data.tokenize import tokenize_lines
     from pipeline.data.vocab import Vocab
     from pipeline.papers.hao2019.probing import run_probing
 
-    model, info = load_model(Path(task.inputs["model"]))
+    from pipeline.device import load_model_for_job
+    model, info = load_model_for_job(task.inputs["model"])  # the job's GPU if it has one
     vocab = Vocab.load(task.inputs["src_vocab"])
     check_vocab(info, vocab, "src", task.inputs["src_vocab"], task.inputs["model"])
     bpe = load_bpe(codes_for(Path(task.inputs["codes"]), "src"))

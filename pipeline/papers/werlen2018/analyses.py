@@ -9,6 +9,7 @@ from pipeline.analyses import Job, Task, register_analysis
 from pipeline.errors import PipelineError
 from pipeline.fileio import read_lines
 from pipeline.settings import require_positive
+from pipeline.steps import MODEL_RESOURCES
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class PreviousWordSettings:
 
 
 @register_analysis("previous_words", PreviousWordSettings, inputs=Job.test_data,
-                   code=("pipeline.evaluate.test_data",),
+                   code=("pipeline.evaluate.test_data",), resources=MODEL_RESOURCES,
                    help="attention over the previous target words: relative positions, one sentence's matrix, binary "
                         "trees (Algorithm 1) and their bracketing scores against gold parses")
 def previous_words(task: Task) -> dict:
@@ -60,6 +61,7 @@ class PerplexitySettings:
 
 
 @register_analysis("perplexity", PerplexitySettings, inputs=Job.test_data, code=("pipeline.evaluate.test_data",),
+                   resources=MODEL_RESOURCES,
                    help="perplexity of the test references (teacher-forced)")
 def perplexity(task: Task) -> dict:
     """Perplexity of the test references (teacher-forced)."""

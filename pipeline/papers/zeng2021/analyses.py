@@ -2,11 +2,11 @@
 RAN patterns of Figure 6 and the decoding speed of Figure 3."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pipeline.analyses import Job, Task, register_analysis
 from pipeline.settings import positive_ints, require, require_positive
-from pipeline.steps import Resources
+from pipeline.steps import MODEL_RESOURCES
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class AttentionSettings:
 
 
 @register_analysis("attention", AttentionSettings, inputs=Job.test_data, code=("pipeline.evaluate.test_data",),
+                   resources=MODEL_RESOURCES,
                    help="self-attention entropy, histograms and JS divergence on the test set")
 def attention(task: Task) -> dict:
     """Self-attention entropy, histograms and JS divergence on the test set."""
@@ -46,11 +47,9 @@ class PatternSettings:
                    help="the learnt (input-independent) attention weights of a RAN / Syn-R model")
 def patterns(task: Task) -> dict:
     """The learnt (input-independent) attention weights of a RAN / Syn-R model."""
-    from pathlib import Path
-
-    from pipeline.checkpoint import load_model
+    from pipeline.device import load_model_for_job
     from pipeline.papers.zeng2021.attention import pattern_weights
-    return pattern_weights(load_model(Path(task.inputs["model"]))[0], task.settings.size)
+    return pattern_weights(load_model_for_job(task.inputs["model"])[0], task.settings.size)
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def speed_context(job: Job) -> dict:
 
 @register_analysis("speed", SpeedSettings, inputs=Job.test_data, context=speed_context,
                    code=("pipeline.evaluate.test_data", "pipeline.decoding"),
-                   resources={"tiny": Resources(alone=True), "paper": Resources(alone=True)},
+                   resources={name: replace(r, alone=True) for name, r in MODEL_RESOURCES.items()},  # timed alone
                    help="decoding speed (target tokens/s) by batch size and beam, median of repeats")
 def speed(task: Task) -> dict:
     """Decoding speed (target tokens/s) by batch size and beam, median of repeats."""

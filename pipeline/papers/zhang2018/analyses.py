@@ -8,6 +8,7 @@ from pipeline.analyses import Task, register_analysis
 from pipeline.errors import PipelineError
 from pipeline.fileio import read_lines
 from pipeline.settings import positive_ints, require, require_positive
+from pipeline.steps import MODEL_RESOURCES
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class AlignmentSettings:
 @register_analysis("alignment", AlignmentSettings,
                    inputs=lambda job: {**job.test_data(), "raw": job.paths.data(job.corpus().name, "raw")},
                    context=lambda job: {"split": job.split()}, code=("pipeline.evaluate.test_data",),
+                   resources=MODEL_RESOURCES,
                    help="alignment error rate of the attention's argmax links against gold alignments "
                         "(teacher-forced on the references), and the word attention of chosen sentences")
 def alignment(task: Task) -> dict:
