@@ -63,6 +63,9 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
     cpu_math = r.value(raw.get("cpu_math", "native"), "cpu_math", str)
     if cpu_math not in MODES:
         r.fail("cpu_math", f"expected one of {', '.join(MODES)}, got {cpu_math!r}")
+    max_job_minutes = r.value(raw.get("max_job_minutes", 2880), "max_job_minutes", int)
+    if max_job_minutes < 1:
+        r.fail("max_job_minutes", f"expected a positive number of minutes, got {max_job_minutes}")
     house = _House(scale, significance, precision)
     for paper, (path, data) in (papers or {}).items():
         house.read(paper, path, data)
@@ -75,5 +78,5 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
         decoding=decoding, significance=significance, corpora=house.corpora, models=house.models,
         recipes=house.recipes, experiments=house.experiments, ensembles=house.ensembles, tables=house.tables,
         files={paper: path for paper, (path, _) in (papers or {}).items()}, external=house.external,
-        combinations=house.combinations, cpu_math=cpu_math,
+        combinations=house.combinations, cpu_math=cpu_math, max_job_minutes=max_job_minutes,
     )

@@ -7,7 +7,7 @@ from pipeline.errors import PipelineError
 
 SCALES = ("tiny", "paper")
 PAPERS_DIR = "params"  # params/<paper>.yaml, beside params.yaml
-SHARED_KEYS = ("scale", "seed", "precision", "cpu_math", "paths", "decoding", "significance")
+SHARED_KEYS = ("scale", "seed", "precision", "cpu_math", "max_job_minutes", "paths", "decoding", "significance")
 PAPER_KEYS = ("corpora", "models", "recipes", "experiments", "grids", "ensembles", "external", "combinations", "tables",
               "figures")
 RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
@@ -220,6 +220,12 @@ class Params:
     external: dict[str, External] = field(default_factory=dict)
     combinations: dict[str, Combination] = field(default_factory=dict)
     cpu_math: str = "native"  # pipeline.cpu_math: portable (the same bits on any x86-64 CPU) | native
+    max_job_minutes: int = 2880  # the longest time limit a job asks for; a longer training run takes several jobs
+
+    def train_slices(self, experiment: str) -> int:
+        """The jobs (time slices) a training run takes: its recipe's minutes over max_job_minutes, rounded up; each
+        resumes from the previous one's last checkpoint."""
+        return -(-self.recipes[self.experiments[experiment].recipe].resources.runtime // self.max_job_minutes)
 
     @property
     def systems(self) -> dict:

@@ -93,6 +93,8 @@ def test_scores_of_a_system_follow_its_tables():
      "params/hao2019.yaml: experiments.zhen-base.decoding.length_penalty",
      "length_penalty: expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got -1.0"),
     (lambda s, p: s.update(cpu_math="fast"), "params.yaml: cpu_math", "expected one of portable, native, got 'fast'"),
+    (lambda s, p: s.update(max_job_minutes=0), "params.yaml: max_job_minutes",
+     "expected a positive number of minutes, got 0"),
     (lambda s, p: s["decoding"].update(length_penalty=float("inf")), "params.yaml: decoding.length_penalty",
      "expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got inf"),
     (lambda s, p: s["decoding"].update(max_len_a=-0.5), "params.yaml: decoding.max_len_a",
@@ -128,6 +130,16 @@ def test_cpu_math_is_portable_at_tiny_scale_only():
     assert load_params(ROOT / "params.yaml").cpu_math == "portable"  # tables rebuild bit for bit on any x86-64 CPU
     assert load_params(ROOT / "params.yaml", scale="paper").cpu_math == "native"
     assert parse({k: v for k, v in TOY_SHARED.items() if k != "cpu_math"}, {}).cpu_math == "native"
+
+
+def test_a_training_run_longer_than_a_job_takes_several_time_slices():
+    paper = load_params(ROOT / "params.yaml", scale="paper")
+    assert paper.max_job_minutes == 2880     # two days: what most partitions accept
+    assert paper.recipes["big"].resources.runtime == 10080 and paper.train_slices("ende-big") == 4   # 7 days
+    assert paper.train_slices("ende-base") == 2 and load_params(ROOT / "params.yaml").train_slices("ende-base") == 1
+    papers = {"hao2019": copy.deepcopy(TOY_HAO2019)}
+    papers["hao2019"]["recipes"]["toy"]["resources"]["runtime"] = 61
+    assert parse({**TOY_SHARED, "max_job_minutes": 20}, papers).train_slices("zhen-base") == 4   # 61 = 20+20+20+1
 
 
 def test_wrong_scale_is_named():

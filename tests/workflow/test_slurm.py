@@ -9,8 +9,9 @@ import shutil
 import subprocess
 
 import pytest
+import torch
 
-from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, read_table, run
+from workspace import ROOT, TABLE, TOY_HAO2019, env, make_workspace, read_table, run, toy_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 CLUSTER = ROOT / "tests" / "cluster"
@@ -50,3 +51,41 @@ def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster):
         env = summary["environment"]
         assert env["slurm_job_id"], f"{exp} did not run as a Slurm job: {env}"
         assert env["cuda_visible_devices"] == gpus, (exp, env)
+
+
+def _train_steps_per_second(path) -> float:
+    """Toy training's speed on this machine now: 1000 updates through the local profile."""
+    paper = copy.deepcopy(TOY_HAO2019)
+    paper["recipes"]["toy"].update(max_steps=1000, checkpoint_every=500, valid_every=1000)
+    ws = make_workspace(path, papers={"hao2019": paper})
+    run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/tiny/models/ende-base/model.pt"], ws)
+    return json.loads((ws / "artifacts/tiny/models/ende-base/train.json").read_text())["steps_per_s"]
+
+
+def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_path, slurm_cluster):
+    """A toy run of about 200 s of updates with 1-minute jobs (max_job_minutes: 1): each job stops at Slurm's time
+    limit, Snakemake submits it again (the train rule's retries) and it resumes from the last checkpoint, until the
+    run is done; its weights are bitwise those of the same run trained in one go."""
+    steps = max(2000, round(_train_steps_per_second(tmp_path / "speed") * 200 / 500) * 500)
+    paper = copy.deepcopy(TOY_HAO2019)
+    paper["recipes"]["toy"].update(max_steps=steps, checkpoint_every=500, valid_every=steps)
+    paper["recipes"]["toy"]["resources"]["runtime"] = 8   # the whole run's minutes: up to 8 one-minute slices
+    shared = toy_params(max_job_minutes=1)
+    sliced, whole = (make_workspace(tmp_path / name, shared, {"hao2019": paper}) for name in ("sliced", "whole"))
+    model = "artifacts/tiny/models/ende-base/model.pt"
+    for ws in (sliced, whole):
+        run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/tiny/data/en-de/ready"], ws)
+    one_go = subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local", model], cwd=whole, env=env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc = run(["timeout", "-s", "KILL", "1200", "snakemake", model, "--profile", "slurm"], sliced, timeout=1300)
+    finally:
+        assert one_go.wait(timeout=1200) == 0
+    log = proc.stdout + proc.stderr
+    jobs = log.count("has been submitted with SLURM jobid")
+    assert jobs >= 3 and log.count("Trying to restart job") == jobs - 1, log[-3000:]   # one job per time slice
+    summary = json.loads((sliced / "artifacts/tiny/models/ende-base/train.json").read_text())
+    assert summary["steps"] == steps and 0 < summary["resumed_from_step"] < steps
+    assert summary["environment"]["slurm_job_id"]
+    a, b = (torch.load(ws / model, weights_only=True)["weights"] for ws in (sliced, whole))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

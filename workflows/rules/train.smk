@@ -45,6 +45,18 @@ def recipe_resources(key):
     return lambda wildcards: getattr(P.recipes[P.experiments[wildcards.exp].recipe].resources, key)
 
 
+def job_minutes(wildcards):
+    """One job's time limit: the recipe's minutes, at most max_job_minutes (params.yaml); a longer run takes
+    several jobs (time slices), each resuming from the last checkpoint."""
+    return min(recipe_resources("runtime")(wildcards), P.max_job_minutes)
+
+
+# a job stopped at its time limit is submitted again, as often as the longest run has slices: each slice resumes
+# from the last checkpoint (bitwise as one uninterrupted run); the last retry is the spare one of the profile's
+# `retries: 1` for a preempted job
+TRAIN_RETRIES = max((P.train_slices(name) for name in P.experiments), default=1)
+
+
 rule train:
     input:
         unpack(train_inputs),
@@ -64,9 +76,10 @@ rule train:
         hide_gpus=lambda wc, resources: hide_gpus(resources.gpu),  # a recipe without GPUs trains on the CPU anywhere
         omp=lambda wc, threads, resources: max(1, threads // max(resources.gpu, 1)),  # per rank: the job's cores shared
     threads: lambda wc: recipe_resources("cpus")(wc)
+    retries: TRAIN_RETRIES
     resources:
         gpu=recipe_resources("gpu"),
-        runtime=recipe_resources("runtime"),
+        runtime=job_minutes,
         mem_mb=recipe_resources("mem_mb"),
     log:
         f"{R}/logs/train/{{exp}}.log",
