@@ -5,6 +5,7 @@ import re
 import shutil
 
 import pytest
+import yaml
 
 from workspace import ROOT, make_workspace, paper_targets, project_params, run
 
@@ -92,3 +93,10 @@ def test_a_target_of_the_other_scale_stops_the_run_saying_how_to_build_it(fresh_
     assert proc.returncode != 0
     assert "results/paper/hao2019/table3.tsv is built at scale paper" in proc.stderr + proc.stdout
     assert "--config scale=paper" in proc.stderr + proc.stdout
+
+
+def test_the_slurm_profile_keeps_each_job_on_one_node_and_keeps_going():
+    """A job's GPUs on one node (torchrun --standalone); a failed job (a licensed corpus not supplied) stops only the
+    jobs that need its outputs, not the rest of the build."""
+    profile = yaml.safe_load((ROOT / "workflows/profiles/slurm/config.yaml").read_text(encoding="utf-8"))
+    assert profile["default-resources"]["nodes"] == 1 and profile["keep-going"] is True
