@@ -2,8 +2,8 @@
 
 Each field is an option `--field-name` (underscores become hyphens): str, int and float take one value (required
 without a default), bool is a flag, list[str] takes one or more values (`arg(append=True)`: the option repeated,
-e.g. `--model a.pt --model b.pt`). `arg(positional=True)` makes a positional argument. Help texts and choices
-come from `arg(...)`.
+e.g. `--model a.pt --model b.pt`). `arg(positional=True)` makes a positional argument (a list: one or more; zero
+or more with a default). Help texts and choices come from `arg(...)`.
 """
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if meta.get("choices"):
             options["choices"] = meta["choices"]
         if meta.get("positional"):
+            if many:
+                options["nargs"] = "*" if has_default else "+"
             parser.add_argument(f.name, type=kind, **options)
             continue
         flag = "--" + f.name.replace("_", "-")

@@ -50,30 +50,74 @@ class PlanArgs:
 
 @register_step("plan", PlanArgs, help="say which systems of a table are trained and which remain (from a dry run)")
 def plan(args: PlanArgs) -> None:
-    import re
     import sys
 
     from pipeline.config import load_params
+    from pipeline.dry_run import planned_jobs
     params = load_params(args.params)
     table = next((t for t in params.tables.values() if t.target == args.target), None)
     if table is None:
         raise PipelineError(f"{args.target}: not a table or figure of the params files; expected one of "
                             f"`python -m pipeline targets`")
     text = sys.stdin.read() if args.dry_run == "-" else Path(args.dry_run).read_text(encoding="utf-8")
-    jobs = set()  # (rule, first wildcard's value) of each job block
-    for block in re.split(r"\n\s*\n", text):
-        rule, wildcard = re.search(r"^(?:local)?rule (\w+):", block, re.M), re.search(r"^ +wildcards: \w+=([^,\n]+)",
-                                                                                   block, re.M)
-        if rule and wildcard:
-            jobs.add((rule.group(1), wildcard.group(1)))
-    to_train = sorted(value for rule, value in jobs if rule == "train")
-    to_score = sorted(value for rule, value in jobs if rule == "score")
+    jobs = planned_jobs(text)
+    to_train = sorted({job.wildcards["exp"] for job in jobs if job.rule == "train"})
+    to_score = sorted({job.wildcards["system"] for job in jobs if job.rule == "score"})
     needed = sorted({m for system in table.systems() for m in params.members(system)} | set(to_train))
     done = [name for name in needed if name not in to_train]
     print(f"{args.target}: {len(needed)} trained systems, {len(done)} done"
           + (f" ({', '.join(done)})" if done else "")
           + f", {len(to_train)} to train" + (f" ({', '.join(to_train)})" if to_train else "")
           + f"; {len(to_score)} to decode and score")
+
+
+@dataclass
+class CostArgs:
+    targets: list[str] = arg([], positional=True, help="tables or figures (default: every one of the scale)")
+    scale: str = arg("paper", choices=("tiny", "paper"))
+    params: str = arg("params.yaml")
+    step_times: str = arg(str(Path(__file__).resolve().parents[2] / "benchmarks/results/gpu_step_times.json"),
+                          help="step times measured on a GPU (JSON, the GPU named)")
+    runs: bool = arg(False, help="also one line per training run")
+
+
+@register_step("cost", CostArgs, help="GPU-hours of each paper's build, from step times measured on a GPU")
+def cost(args: CostArgs) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from pipeline.config import load_params
+    from pipeline.cost import HEADER, MARGIN, Estimator, costs_by_paper, load_measurements
+    from pipeline.dry_run import planned_jobs
+
+    params = load_params(args.params, scale=args.scale)
+    tables = {t.target for t in params.tables.values()}
+    unknown = [t for t in args.targets if t not in tables]
+    if unknown:
+        raise PipelineError(f"{', '.join(unknown)}: not a table or figure at scale {args.scale}; expected one of "
+                            f"`python -m pipeline targets --scale {args.scale}`")
+    estimator = Estimator(params, load_measurements(args.step_times))
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", "--config",
+                          f"scale={args.scale}", "--", *(args.targets or sorted(tables))], capture_output=True,
+                         text=True)
+    if dry.returncode != 0:
+        raise PipelineError(f"the dry run of the targets failed:\n{dry.stderr[-3000:]}{dry.stdout[-3000:]}")
+    rows, runs = costs_by_paper(estimator, planned_jobs(dry.stdout))
+    print(f"{args.scale} scale; step times measured on {estimator.m.gpu} ({os.path.relpath(args.step_times)}); "
+          f"every job counted (snakemake -n --forceall); time limits: {MARGIN:g} x the estimate; CPU-h: the cores "
+          f"the GPU jobs hold (the CPU-only jobs' time is not estimated)")
+    for r in runs if args.runs else ():
+        print(f"  {r.experiment}: {r.family}, {r.updates:,} updates, {r.target_tokens / 1e9:.2f}G target tokens, "
+              f"{r.gpu_hours:.1f} GPU-h = {r.wall_hours:.1f} h on {r.gpus} GPU(s); time limit "
+              f"{r.limit_minutes / 60:g} h (needs {r.needed_minutes / 60:.1f} h)")
+    print("\t".join(HEADER))
+    for row in rows:
+        print("\t".join(f"{v:,.0f}" if isinstance(v, float) else str(v) for v in row))
+    for r in runs:
+        if r.limit_minutes < r.needed_minutes:
+            print(f"warning: {r.experiment}'s time limit ({r.limit_minutes} min, its recipe's runtime) is under "
+                  f"{MARGIN:g} x its estimate: raise it to {r.needed_minutes}", file=sys.stderr)
 
 
 @dataclass
@@ -126,10 +170,8 @@ class DescribeArgs:
 
 @register_step("describe", DescribeArgs, help="an experiment's model and parameter count at a scale")
 def describe(args: DescribeArgs) -> None:
-    import torch
-
     from pipeline.config import load_params
-    from pipeline.models.registry import build_model, count_parameters
+    from pipeline.cost import approximate_parameters
 
     params = load_params(args.params, scale=args.scale)
     if args.experiment not in params.experiments:
@@ -139,8 +181,7 @@ def describe(args: DescribeArgs) -> None:
     vocab = args.vocab or corpus.vocab_size or corpus.bpe_merges
 
     def count(name: str) -> int:
-        with torch.device("meta"):  # shapes only: paper-size models cost no memory
-            return count_parameters(build_model(params.model_spec(name), vocab, vocab))
+        return approximate_parameters(params, name, vocab)
 
     total = count(exp.name)
     line = (f"{exp.name} ({params.scale}): {params.model_spec(exp.name)}\n"

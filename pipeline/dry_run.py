@@ -1,0 +1,30 @@
+"""The jobs of a Snakemake dry run (`snakemake -n`), read from its printout: how `plan` and `cost` see a build."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job block of a dry run: its rule, wildcards and resources (as Snakemake printed them)."""
+    rule: str
+    wildcards: dict
+    resources: dict
+
+
+def _pairs(line: str | None) -> dict:
+    return dict(item.split("=", 1) for item in line.split(", ") if "=" in item) if line else {}
+
+
+def planned_jobs(text: str) -> list[PlannedJob]:
+    """Every job block (a `[<time>]` line, `rule <name>:` or `localrule <name>:`, its indented fields and, with -p,
+    its shell command) of a dry run's printout."""
+    jobs = []
+    for block in re.split(r"\n(?=\[[^\]\n]+\]\n)", text):
+        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
+        if rule is None:
+            continue
+        fields = dict(re.findall(r"^ +(wildcards|resources): (.*)$", block, re.M))
+        jobs.append(PlannedJob(rule.group(1), _pairs(fields.get("wildcards")), _pairs(fields.get("resources"))))
+    return jobs
