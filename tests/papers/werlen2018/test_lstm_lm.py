@@ -304,3 +304,16 @@ def test_paper_scale_parameter_counts(summary, ours):
     with torch.device("meta"):  # Daniluk's baseline LSTM (d = 300): 47.0M once their output bias is added
         baseline = build_model({**PAPER_LM, "embed": 300, "hidden": 300}, 4, 77_000)
     assert count_parameters(baseline) - 4 + 77_000 == 46_999_400
+
+
+def test_the_project_params_give_table_6s_widths_at_paper_scale():
+    """The plain LSTM's row has d = 300, the residual ones d = 296 (Table 6's d column)."""
+    from pipeline.config import load_params
+    from workspace import ROOT
+    def widths(scale):
+        params = load_params(ROOT / "params.yaml", scale=scale)
+        return {name: (params.model_spec(name)["embed"], params.model_spec(name)["hidden"])
+                for name in ("w-lm-lstm", "w-lm-mean", "w-lm-self-attentive")}
+
+    assert widths("paper") == {"w-lm-lstm": (300, 300), "w-lm-mean": (296, 296), "w-lm-self-attentive": (296, 296)}
+    assert set(widths("tiny").values()) == {(64, 128)}   # tiny scale: one width for the three

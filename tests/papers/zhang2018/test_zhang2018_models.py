@@ -342,6 +342,18 @@ def test_paper_scale_parameter_counts(name):
     assert paper_count(name) == formula == COUNTS[name][1]
 
 
+@pytest.mark.parametrize("name, experiment", [("RNNsearch", "rn-en-de-rnnsearch"),
+                                              ("RNNsearch*", "rn-en-de-rnnsearch-star"), ("RNMT", "rn-en-de-rnmt")])
+def test_the_project_params_build_these_models_at_paper_scale(name, experiment):
+    """params/zhang2018.yaml at paper scale: 512 units everywhere, attention included (not the 1024-unit context)."""
+    from pipeline.config import load_params
+    from pipeline.cost import approximate_parameters
+    from workspace import ROOT
+    params = load_params(ROOT / "params.yaml", scale="paper")
+    assert {k: params.model_spec(experiment)[k] for k in PAPER} == PAPER
+    assert approximate_parameters(params, experiment, V) == COUNTS[name][1]
+
+
 def test_rnmt_adds_2_4m_to_our_rnnsearch_star_against_the_papers_4_1m():
     """Sec. 5.3: RNMT has "only 4.1M parameters more" than RNNsearch* (WMT17 En-De). Ours: +2,446,144, the dense
     maps and two RNLs (+4,281,152) less what a 512-unit context saves in the decoder (-1,835,008): our RNNsearch*
