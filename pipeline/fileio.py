@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import tempfile
@@ -64,10 +65,10 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
             os.fsync(handle.fileno())
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """All lines of a UTF-8 text file without their newlines; invalid UTF-8 names file and line."""
+def iter_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a UTF-8 text file without their newlines, one at a time (memory: one line); invalid UTF-8
+    names file and line."""
     path = Path(path)
-    lines = []
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
@@ -76,19 +77,34 @@ def read_lines(path: str | os.PathLike) -> list[str]:
                 raise PipelineError(
                     f"{path}:{number}: invalid UTF-8 at byte {err.start} of the line; expected UTF-8 text"
                 ) from None
-            lines.append(text.rstrip("\n").rstrip("\r"))
-    return lines
+            yield text.rstrip("\n").rstrip("\r")
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """All lines of a UTF-8 text file without their newlines (iter_lines, kept in memory: small files only)."""
+    return list(iter_lines(path))
+
+
+def iter_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> Iterator[tuple[str, str]]:
+    """The line pairs of a parallel corpus, one at a time; different line counts are an error naming both files
+    (raised when the shorter one ends)."""
+    missing = object()
+    count = 0
+    for count, (s, t) in enumerate(itertools.zip_longest(iter_lines(src), iter_lines(tgt), fillvalue=missing), 1):
+        if s is missing or t is missing:
+            with open(tgt if s is missing else src, "rb") as longer:
+                n_longer = sum(1 for _ in longer)
+            n_src, n_tgt = (count - 1, n_longer) if s is missing else (n_longer, count - 1)
+            raise PipelineError(f"parallel files differ in length: {src} has {n_src} lines, {tgt} has {n_tgt}; "
+                                f"expected one target line per source line")
+        yield s, t
 
 
 def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[str], list[str]]:
-    """Both sides of a parallel corpus; different line counts are an error naming both files."""
-    src_lines, tgt_lines = read_lines(src), read_lines(tgt)
-    if len(src_lines) != len(tgt_lines):
-        raise PipelineError(
-            f"parallel files differ in length: {src} has {len(src_lines)} lines, "
-            f"{tgt} has {len(tgt_lines)}; expected one target line per source line"
-        )
-    return src_lines, tgt_lines
+    """Both sides of a parallel corpus (iter_parallel, kept in memory); different line counts are an error naming
+    both files."""
+    pairs = list(iter_parallel(src, tgt))
+    return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 def reference_paths(ref_dir: str | os.PathLike, test_set: str, lang: str) -> list[Path]:

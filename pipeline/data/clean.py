@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from pipeline.errors import PipelineError
-from pipeline.fileio import atomic_open, read_parallel
+from pipeline.fileio import atomic_open, iter_parallel
 
 
 def _check_limits(max_len: int, max_ratio: float | None) -> None:
@@ -38,10 +38,9 @@ def clean_parallel(src_in: str | os.PathLike, tgt_in: str | os.PathLike, src_out
     for path in (src_in, tgt_in):
         if not os.path.isfile(path):
             raise PipelineError(f"{path}: no such file; expected one side of a parallel corpus")
-    src_lines, tgt_lines = read_parallel(src_in, tgt_in)
     report = {"kept": 0, "dropped_empty": 0, "dropped_long": 0, "dropped_ratio": 0}
     with atomic_open(src_out) as src_handle, atomic_open(tgt_out) as tgt_handle:
-        for src, tgt in zip(src_lines, tgt_lines):
+        for src, tgt in iter_parallel(src_in, tgt_in):  # one pair at a time
             src_tokens, tgt_tokens = src.split(), tgt.split()
             reason = keep_reason(len(src_tokens), len(tgt_tokens), max_len, max_ratio)
             report[reason] += 1

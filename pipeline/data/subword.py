@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import itertools
 import logging
 import os
 import re
 from pathlib import Path
+from typing import Iterable
 
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe as _learn_bpe
 
+from pipeline.data.chunks import map_file
 from pipeline.errors import PipelineError
-from pipeline.fileio import atomic_open, read_lines, write_lines
+from pipeline.fileio import atomic_open, iter_lines, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +34,22 @@ def _existing(path: os.PathLike, what: str) -> Path:
     return path
 
 
-def _learn(lines: list[str], dst: Path, merges: int, origin: str) -> None:
-    """Learn `merges` merge operations from whitespace-tokenised lines into dst (atomic)."""
-    if not any(line.split() for line in lines):
-        raise PipelineError(f"{origin}: no tokens; expected tokenised training text")
+def _learn(lines: Iterable[str], dst: Path, merges: int, origin: str) -> None:
+    """Learn `merges` merge operations from whitespace-tokenised lines (read once, one at a time: subword-nmt keeps
+    the word counts) into dst (atomic)."""
+    tokens = 0
+
+    def counted(lines):
+        nonlocal tokens
+        for line in lines:
+            tokens += bool(line.split())
+            yield line
+
     messages = io.StringIO()
     with atomic_open(dst) as out, contextlib.redirect_stderr(messages):  # silences tqdm
-        _learn_bpe(lines, out, merges, min_frequency=2)
+        _learn_bpe(counted(lines), out, merges, min_frequency=2)
+        if not tokens:
+            raise PipelineError(f"{origin}: no tokens; expected tokenised training text")
     for message in messages.getvalue().splitlines():
         if "Stopping" in message:
             log.info("%s: %s", dst, message)
@@ -59,18 +72,18 @@ def learn_bpe(inputs: dict[str, Path], codes_dir: Path, merges: int, joint: bool
     for lang in inputs:
         if not isinstance(lang, str) or not _LANG.match(lang):
             raise PipelineError(f"inputs: expected 2-3 letter lowercase language codes, got {lang!r}")
-    texts = {lang: read_lines(_existing(inputs[lang], "a tokenised training file")) for lang in sorted(inputs)}
+    texts = {lang: _existing(inputs[lang], "a tokenised training file") for lang in sorted(inputs)}
     codes_dir = Path(codes_dir)
     codes_dir.mkdir(parents=True, exist_ok=True)
     if joint:
-        lines = [line for lang in sorted(texts) for line in texts[lang]]
+        lines = itertools.chain.from_iterable(iter_lines(texts[lang]) for lang in sorted(texts))
         origin = " + ".join(str(inputs[lang]) for lang in sorted(texts))
         written = {codes_dir / JOINT_CODES}
         _learn(lines, codes_dir / JOINT_CODES, merges, origin)
     else:
         written = {codes_dir / f"{JOINT_CODES}.{lang}" for lang in texts}
         for lang in sorted(texts):
-            _learn(texts[lang], codes_dir / f"{JOINT_CODES}.{lang}", merges, str(inputs[lang]))
+            _learn(iter_lines(texts[lang]), codes_dir / f"{JOINT_CODES}.{lang}", merges, str(inputs[lang]))
     for stale in [codes_dir / JOINT_CODES, *codes_dir.glob(f"{JOINT_CODES}.*")]:
         if stale.is_file() and stale not in written:
             stale.unlink()
@@ -101,11 +114,22 @@ def load_bpe(codes: Path) -> BPE:
     return BPE(io.StringIO("\n".join(lines) + "\n"), separator=SEPARATOR)
 
 
-def apply_bpe(codes: Path, src: Path, dst: Path) -> None:
-    """Segment each line of src with codes (separator '@@'); dst is written atomically."""
-    bpe = load_bpe(codes)
-    lines = read_lines(_existing(src, "a tokenised text file"))
-    write_lines(dst, [bpe.segment(line) for line in lines])
+@functools.lru_cache(maxsize=2)
+def _cached_bpe(codes: Path) -> BPE:
+    return load_bpe(codes)
+
+
+def segment_lines(lines: list[str], codes: Path) -> list[str]:
+    """Each line segmented with the codes (loaded once per process)."""
+    bpe = _cached_bpe(codes)
+    return [bpe.segment(line) for line in lines]
+
+
+def apply_bpe(codes: Path, src: Path, dst: Path, workers: int = 1) -> None:
+    """Segment each line of src with codes (separator '@@') in chunks of lines on `workers` processes (the same
+    bytes as one); dst is written atomically."""
+    load_bpe(codes)  # a bad codes file fails here, naming it
+    map_file(functools.partial(segment_lines, codes=Path(codes)), _existing(src, "a tokenised text file"), dst, workers)
 
 
 def copy_unsegmented(codes_dir: Path, lang: str, src: Path, dst: Path) -> None:
@@ -115,7 +139,7 @@ def copy_unsegmented(codes_dir: Path, lang: str, src: Path, dst: Path) -> None:
         if codes.is_file():
             raise PipelineError(f"{codes}: BPE codes that cover side '{lang}', which is to be copied unsegmented; "
                                 f"expected codes learnt without '{lang}' (learn-bpe --sides)")
-    write_lines(dst, read_lines(_existing(src, "a tokenised text file")))
+    write_lines(dst, iter_lines(_existing(src, "a tokenised text file")))
 
 
 def remove_bpe(line: str) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mosestokenizer import MosesDetokenizer, MosesTokenizer
 
+from pipeline.data.chunks import map_file
 from pipeline.errors import PipelineError
 from pipeline.fileio import read_lines, write_lines
 
@@ -83,6 +84,22 @@ def tokenize_lines(lines: list[str], lang: str) -> list[str]:
         return [" ".join(moses(_pipe_safe(line))) for line in lines]
 
 
+@functools.lru_cache(maxsize=4)
+def _moses(lang: str, pid: int) -> MosesTokenizer:
+    """One Moses tokenizer (a perl process) per language and process, kept for its chunks; keyed by the process
+    id, so that a forked worker never writes to its parent's perl."""
+    return MosesTokenizer(lang, no_escape=True)
+
+
+def tokenize_chunk(lines: list[str], lang: str) -> list[str]:
+    """tokenize_lines of a file's chunk of lines, the tokenizer kept for the next chunk (pipeline/data/chunks.py)."""
+    lang = LANG_ALIASES.get(lang, lang)
+    if lang in ("zh", "ja"):
+        return tokenize_lines(lines, lang)
+    moses = _moses(lang, os.getpid())
+    return [" ".join(moses(_pipe_safe(line))) for line in lines]
+
+
 def detokenize_lines(lines: list[str], lang: str) -> list[str]:
     """Inverse of tokenize_lines as far as Moses' detokenizer can tell (zh/ja: CJK joined)."""
     _check(lines, lang)
@@ -94,9 +111,13 @@ def detokenize_lines(lines: list[str], lang: str) -> list[str]:
     return out
 
 
-def tokenize_file(src: Path, dst: Path, lang: str) -> None:
-    """Tokenize a UTF-8 file line by line; dst is written atomically."""
-    write_lines(dst, tokenize_lines(_read(src), lang))
+def tokenize_file(src: Path, dst: Path, lang: str, workers: int = 1) -> None:
+    """Tokenize a UTF-8 file in chunks of lines on `workers` processes (pipeline/data/chunks.py: the same bytes as
+    one); dst is written atomically."""
+    _check([], lang)
+    if not Path(src).is_file():
+        raise PipelineError(f"{src}: no such file; expected a UTF-8 text file")
+    map_file(functools.partial(tokenize_chunk, lang=lang), src, dst, workers)
 
 
 def detokenize_file(src: Path, dst: Path, lang: str) -> None:

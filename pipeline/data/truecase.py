@@ -6,8 +6,10 @@ The model is the Moses file format (one line per word type: its forms and counts
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
+from typing import Iterable
 
 from sacremoses import MosesDetruecaser, MosesTruecaser
 
@@ -15,13 +17,22 @@ from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_path, new_file_mode
 
 
-def learn_truecaser(lines: list[str], model: Path) -> None:
-    """Train on tokenised lines (the first word of a sentence does not count, as train-truecaser.perl) and save."""
-    if not lines:
+def learn_truecaser(lines: Iterable[str], model: Path) -> None:
+    """Train on tokenised lines, read once, one at a time (the first word of a sentence does not count, as
+    train-truecaser.perl), and save."""
+    count = 0
+
+    def documents():
+        nonlocal count
+        for line in lines:
+            count += 1
+            yield line.split()
+
+    truecaser = MosesTruecaser()
+    truecaser.train(documents())
+    if not count:
         raise PipelineError(f"{model}: no training lines to learn a truecaser from; expected the tokenised "
                             "training text")
-    truecaser = MosesTruecaser()
-    truecaser.train([line.split() for line in lines])
     with atomic_path(model) as tmp:
         truecaser.save_model(str(tmp))  # sacremoses renames its own 0600 file onto tmp: give it the umask's mode
         os.chmod(tmp, new_file_mode())
@@ -37,6 +48,16 @@ def load_truecaser(model: Path) -> MosesTruecaser:
 def truecase_lines(lines: list[str], truecaser: MosesTruecaser) -> list[str]:
     """Each tokenised line with every word in its most frequent casing (truecase.perl)."""
     return [truecaser.truecase(line, return_str=True) if line.strip() else "" for line in lines]
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_truecaser(model: Path) -> MosesTruecaser:
+    return load_truecaser(model)
+
+
+def truecase_with(lines: list[str], model: Path) -> list[str]:
+    """truecase_lines with the model at `model` (loaded once per process: pipeline/data/chunks.py's workers)."""
+    return truecase_lines(lines, _cached_truecaser(model))
 
 
 def detruecase_lines(lines: list[str]) -> list[str]:

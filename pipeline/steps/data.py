@@ -2,13 +2,14 @@
 vocabularies (the rules of workflows/rules/data.smk, dvc.yaml's corpus@ stages)."""
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.fileio import read_lines, write_json, write_lines
-from pipeline.steps import register_step
+from pipeline.fileio import iter_lines, write_json, write_lines
+from pipeline.steps import Resources, register_step
 from pipeline.steps.arguments import arg
 
 
@@ -37,6 +38,10 @@ def fetch(args: FetchArgs) -> None:
     print(json.dumps({k: card[k] for k in ("counts",) if k in card}, ensure_ascii=False))
 
 
+# the steps that split a file into chunks of lines (pipeline/data/chunks.py): 8 worker processes at paper scale
+CHUNKED = {"tiny": Resources(), "paper": Resources(threads=8, mem_mb=4000, runtime=240)}
+
+
 @dataclass
 class TokenizeArgs:
     lang: str = arg()
@@ -44,21 +49,22 @@ class TokenizeArgs:
     output: str = arg()
     pretokenized: bool = arg(False, help="copy (validated) instead of tokenising")
     escaped: bool = arg(False, help="Moses-tokenised with XML escapes (&apos;re): unescape instead of tokenising")
+    workers: int = arg(1, help="processes, each tokenising chunks of lines (the output is the same)")
 
 
-@register_step("tokenize", TokenizeArgs, rules=("tokenize",), stage="corpus",
+@register_step("tokenize", TokenizeArgs, rules=("tokenize",), stage="corpus", resources=CHUNKED,
                help="Moses tokenization / jieba segmentation of one file")
 def tokenize(args: TokenizeArgs) -> None:
     if args.pretokenized:  # e.g. the synthetic toy corpora: validate and keep as they are
-        write_lines(args.output, read_lines(args.input))
+        write_lines(args.output, iter_lines(args.input))
         return
     if args.escaped:  # tokenised already (zhang2018's WMT17 release): our tokens are unescaped (-no-escape)
         from sacremoses import MosesDetokenizer
         unescape = MosesDetokenizer(lang=args.lang).unescape_xml
-        write_lines(args.output, [unescape(line) for line in read_lines(args.input)])
+        write_lines(args.output, (unescape(line) for line in iter_lines(args.input)))
         return
     from pipeline.data.tokenize import tokenize_file
-    tokenize_file(Path(args.input), Path(args.output), args.lang)
+    tokenize_file(Path(args.input), Path(args.output), args.lang, args.workers)
 
 
 @dataclass
@@ -71,7 +77,7 @@ class LearnTruecaserArgs:
                help="learn a Moses truecasing model from a tokenised file")
 def learn_truecaser(args: LearnTruecaserArgs) -> None:
     from pipeline.data.truecase import learn_truecaser as learn
-    learn(read_lines(args.input), Path(args.model))
+    learn(iter_lines(args.input), Path(args.model))
 
 
 @dataclass
@@ -79,13 +85,16 @@ class TruecaseArgs:
     model: str = arg()
     input: str = arg()
     output: str = arg()
+    workers: int = arg(1, help="processes, each truecasing chunks of lines (the output is the same)")
 
 
-@register_step("truecase", TruecaseArgs, rules=("truecase",), stage="corpus",
+@register_step("truecase", TruecaseArgs, rules=("truecase",), stage="corpus", resources=CHUNKED,
                help="truecase a tokenised file with a model of learn-truecaser")
 def truecase(args: TruecaseArgs) -> None:
-    from pipeline.data.truecase import load_truecaser, truecase_lines
-    write_lines(args.output, truecase_lines(read_lines(args.input), load_truecaser(Path(args.model))))
+    from pipeline.data.chunks import map_file
+    from pipeline.data.truecase import load_truecaser, truecase_with
+    load_truecaser(Path(args.model))  # a missing model fails here, naming it
+    map_file(functools.partial(truecase_with, model=Path(args.model)), args.input, args.output, args.workers)
 
 
 @dataclass
@@ -146,16 +155,17 @@ class ApplyBpeArgs:
     input: str = arg()
     output: str = arg()
     copy: bool = arg(False, help="a side without BPE: copy the input unchanged")
+    workers: int = arg(1, help="processes, each segmenting chunks of lines (the output is the same)")
 
 
-@register_step("apply-bpe", ApplyBpeArgs, rules=("apply_bpe",), stage="corpus",
+@register_step("apply-bpe", ApplyBpeArgs, rules=("apply_bpe",), stage="corpus", resources=CHUNKED,
                help="segment a tokenised file into subwords")
 def apply_bpe(args: ApplyBpeArgs) -> None:
     from pipeline.data.subword import apply_bpe as apply, codes_for, copy_unsegmented
     if args.copy:  # a side the corpus does not segment (its bpe_sides): the words as they are
         copy_unsegmented(Path(args.codes_dir), args.side, Path(args.input), Path(args.output))
         return
-    apply(codes_for(Path(args.codes_dir), args.side), Path(args.input), Path(args.output))
+    apply(codes_for(Path(args.codes_dir), args.side), Path(args.input), Path(args.output), args.workers)
 
 
 @dataclass
@@ -172,7 +182,7 @@ def vocab(args: VocabArgs) -> None:
     from pipeline.data.vocab import Vocab
     if args.vocab_size < 0:
         raise PipelineError(f"vocab: --vocab-size {args.vocab_size}; expected an integer >= 0 (0: every type)")
-    lines = [line for path in args.inputs for line in read_lines(path)]
+    lines = (line for path in args.inputs for line in iter_lines(path))  # counted one at a time
     Vocab.build(lines, max_size=args.vocab_size or None).save(args.output)
 
 

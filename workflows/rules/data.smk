@@ -52,7 +52,7 @@ rule tokenize:
         f"{R}/logs/tokenize/{{corpus}}.{{split}}.{{side}}.log",
     shell:
         "python -m pipeline tokenize --lang {params.lang} --input {input}/{wildcards.split}.{params.lang} "
-        "--output {output} {params.pretokenized} > {log} 2>&1"
+        "--output {output} {params.pretokenized} --workers {threads} > {log} 2>&1"
 
 
 def cased(corpus_name):
@@ -88,7 +88,8 @@ rule truecase:
     log:
         f"{R}/logs/truecase/{{corpus}}.{{split}}.{{side}}.log",
     shell:
-        "python -m pipeline truecase --model {input.model} --input {input.text} --output {output} > {log} 2>&1"
+        "python -m pipeline truecase --model {input.model} --input {input.text} --output {output} --workers {threads} "
+        "> {log} 2>&1"
 
 
 rule clean:
@@ -158,7 +159,7 @@ rule apply_bpe:
         f"{R}/logs/apply_bpe/{{corpus}}.{{split}}.{{side}}.log",
     shell:
         "python -m pipeline apply-bpe --codes-dir {input.codes} --side {wildcards.side} --input {input.text} "
-        "--output {output}{params.unsegmented} > {log} 2>&1"
+        "--output {output}{params.unsegmented} --workers {threads} > {log} 2>&1"
 
 
 def vocab_inputs(wildcards):
