@@ -33,12 +33,12 @@ def test_every_zhang2018_target_dry_runs_at_paper_scale(tmp_path):
                  '"scores": "artifacts/paper/eval/rn-zh-en-rnmt/test.multi-bleu-ci.json"',
                  "--source ldc-zh-en", "--source wmt17pp-en-de", "--source wmt16b-en-de"):
         assert text in dry.stdout, text
-    assert dry.stdout.count("gpu=1") >= 7 and "runtime=10080" in dry.stdout
+    assert dry.stdout.count("gpu=1") >= 7 and "runtime=1200" in dry.stdout   # twice the cost estimate
     # the WMT17 release comes tokenised and escaped: its training text is unescaped, not tokenised again
     for side, lang in (("src", "en"), ("tgt", "de")):
         raw = f"--input artifacts/paper/data/rn-en-de/raw/train.{lang} --output artifacts/paper/data/rn-en-de/tok/train"
         assert f"{raw}.{side} --escaped" in dry.stdout
-    assert "raw/valid.en --output artifacts/paper/data/rn-en-de/tok/valid.src  >" in dry.stdout
+    assert "raw/valid.en --output artifacts/paper/data/rn-en-de/tok/valid.src  --workers" in dry.stdout  # tokenised
 
 
 TOY_TARGETS = [f"results/tiny/zhang2018/{name}.tsv" for name in ("table1", "table4", "fig3", "fig4")]

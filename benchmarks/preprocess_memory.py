@@ -1,0 +1,93 @@
+"""Peak memory and throughput of every preprocessing step on a generated parallel corpus.
+
+Generates --pairs sentence pairs of about 30 tokens a side (Zipf-distributed made-up words, so BPE has work),
+then runs each data step as `python -m pipeline <step>` the way the rules do (tokenize and apply-bpe with
+--workers) and prints, per step, its peak resident memory (the step's process and the workers it waited for) and
+lines per second per core. Memory that stays flat while --pairs grows is what the streaming steps promise:
+
+    python benchmarks/preprocess_memory.py --pairs 5000000 --workers 8    # the paper-scale check
+    python benchmarks/preprocess_memory.py --quick                         # 20,000 pairs, a smoke test
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generate(path: Path, pairs: int, seed: int = 1) -> None:
+    """en/de sides of made-up words (5-55 tokens, mean 30), capitalised, with commas and full stops."""
+    rng = random.Random(seed)
+    letters = "etaoinshrdlcumwfgypbvkjxqz"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 11))) for _ in range(50_000)]
+    cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(words))))
+    for lang in ("en", "de"):
+        with open(path / f"train.{lang}", "w", encoding="utf-8") as out:
+            for _ in range(pairs):
+                line = rng.choices(words, cum_weights=cumulative, k=rng.randint(5, 55))
+                line[0] = line[0].capitalize()
+                out.write(" ".join(line).replace(" a ", ", a ") + ".\n")
+
+
+def run_step(argv: list[str], lines: int, workers: int) -> dict:
+    """Run one step; its wall time, peak memory (MB) and lines per second per core."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *argv], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{argv[0]} failed (status {status})")
+    return {"step": argv[0], "seconds": round(seconds, 2), "peak_mb": round(usage.ru_maxrss / 1024, 1),
+            "lines_per_s_per_core": round(lines / seconds / workers)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=5_000_000)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--merges", type=int, default=32_000)
+    parser.add_argument("--quick", action="store_true", help="20,000 pairs, 2,000 merges")
+    parser.add_argument("--output", help="also write the results here (JSON)")
+    args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.merges = 20_000, 2_000
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        generate(d, args.pairs)
+        w = str(args.workers)
+        steps = [
+            (["tokenize", "--lang", "en", "--input", str(d / "train.en"), "--output", str(d / "tok.en"),
+              "--workers", w], args.pairs, args.workers),
+            (["tokenize", "--lang", "de", "--input", str(d / "train.de"), "--output", str(d / "tok.de"),
+              "--workers", w], args.pairs, args.workers),
+            (["clean", "--src-in", str(d / "tok.en"), "--tgt-in", str(d / "tok.de"), "--src-out", str(d / "c.en"),
+              "--tgt-out", str(d / "c.de"), "--report", str(d / "clean.json"), "--max-len", "80"], args.pairs, 1),
+            (["learn-bpe", "--langs", "en", "de", "--inputs", str(d / "c.en"), str(d / "c.de"), "--codes-dir",
+              str(d / "codes"), "--merges", str(args.merges), "--joint"], 2 * args.pairs, 1),
+            (["apply-bpe", "--codes-dir", str(d / "codes"), "--side", "en", "--input", str(d / "c.en"), "--output",
+              str(d / "bpe.en"), "--workers", w], args.pairs, args.workers),
+            (["vocab", "--inputs", str(d / "bpe.en"), "--output", str(d / "vocab.en")], args.pairs, 1),
+        ]
+        results = []
+        for argv, lines, workers in steps:
+            results.append(run_step(argv, lines, workers))
+            print(" ".join(f"{k}={v}" for k, v in results[-1].items()), flush=True)
+    summary = {"pairs": args.pairs, "workers": args.workers, "merges": args.merges, "steps": results,
+               "max_peak_mb": max(r["peak_mb"] for r in results)}
+    print(f"pairs={args.pairs} workers={args.workers} max_peak_mb={summary['max_peak_mb']}")
+    if args.output:
+        Path(args.output).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
