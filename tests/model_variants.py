@@ -109,6 +109,15 @@ def save_vocab(path, size):
     return path
 
 
+def save_test_data(path) -> dict:
+    """A model, its vocabularies and a three-pair test set (w40 is unknown) under `path`: an analysis's inputs."""
+    (path / "test.src").write_text("w4 w5 w6\nw7 w40\nw8\n")
+    (path / "test.tgt").write_text("w9\nw10 w11\nw12 w4\n")
+    return {"model": str(save_model(path / "model.pt")), "src": str(path / "test.src"),
+            "tgt": str(path / "test.tgt"), "src_vocab": str(save_vocab(path / "vocab.src", V_SRC)),
+            "tgt_vocab": str(save_vocab(path / "vocab.tgt", V_TGT))}
+
+
 def batch(v_src=V_TGT, seed=1):
     """Right-padded src [3,7] (EOS last) and tgt_in [3,6] (BOS first) of different lengths."""
     g = torch.Generator().manual_seed(seed)

@@ -2,18 +2,14 @@
 the given vocabularies, and a vocabulary of another size than the model's refused naming both files."""
 import pytest
 
-from model_variants import V_SRC, V_TGT, save_model, save_vocab
+from model_variants import V_SRC, V_TGT, save_test_data, save_vocab
 from pipeline.errors import PipelineError
 from pipeline.evaluate.test_data import load_test
 
 
 @pytest.fixture
 def inputs(tmp_path):
-    (tmp_path / "test.src").write_text("w4 w5 w6\nw7 w40\nw8\n")
-    (tmp_path / "test.tgt").write_text("w9\nw10 w11\nw12 w4\n")
-    return {"model": str(save_model(tmp_path / "model.pt")), "src": str(tmp_path / "test.src"),
-            "tgt": str(tmp_path / "test.tgt"), "src_vocab": str(save_vocab(tmp_path / "vocab.src", V_SRC)),
-            "tgt_vocab": str(save_vocab(tmp_path / "vocab.tgt", V_TGT))}
+    return save_test_data(tmp_path)
 
 
 def test_the_first_pairs_as_ids_of_the_vocabularies(inputs):

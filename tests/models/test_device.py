@@ -3,7 +3,7 @@ has one, else the CPU; a job given a GPU that torch cannot use says so."""
 import pytest
 import torch
 
-from model_variants import V_SRC, V_TGT, save_model, save_vocab
+from model_variants import save_test_data
 from pipeline.device import job_device, load_model_for_job
 from pipeline.evaluate.test_data import load_test
 from pipeline.steps.decoding import load_systems
@@ -11,11 +11,7 @@ from pipeline.steps.decoding import load_systems
 
 @pytest.fixture
 def files(tmp_path):
-    (tmp_path / "test.src").write_text("w4 w5 w6\nw7 w40\n")
-    (tmp_path / "test.tgt").write_text("w9\nw10 w11\n")
-    return {"model": str(save_model(tmp_path / "model.pt")), "src": str(tmp_path / "test.src"),
-            "tgt": str(tmp_path / "test.tgt"), "src_vocab": str(save_vocab(tmp_path / "vocab.src", V_SRC)),
-            "tgt_vocab": str(save_vocab(tmp_path / "vocab.tgt", V_TGT))}
+    return save_test_data(tmp_path)
 
 
 def places(model) -> set[str]:
