@@ -77,9 +77,9 @@ def probing(task: Task) -> dict:
     from pipeline.data.subword import codes_for, load_bpe
     from pipeline.data.tokenize import tokenize_lines
     from pipeline.data.vocab import Vocab
+    from pipeline.device import load_model_for_job
     from pipeline.papers.hao2019.probing import run_probing
 
-    from pipeline.device import load_model_for_job
     model, info = load_model_for_job(task.inputs["model"])  # the job's GPU if it has one
     vocab = Vocab.load(task.inputs["src_vocab"])
     check_vocab(info, vocab, "src", task.inputs["src_vocab"], task.inputs["model"])

@@ -310,19 +310,20 @@ def _encoder_outputs(model: nn.Module) -> tuple[str, ...]:
 @torch.no_grad()
 def encoder_means(model: nn.Module, batches: list[list[list[int]]]) -> tuple[Tensor, Tensor | None]:
     """Per sentence, the mean of the top encoder layer [N,d] ("enc") and of a second encoder's states [N,d] (the
-    recurrence encoder's "rec", Hao et al. 2019, 5.4) or None. Ids are taken as the model sees them (callers append EOS
-    with encode_source); eval mode."""
+    recurrence encoder's "rec", Hao et al. 2019, 5.4) or None, on the CPU (the probes train there). Ids are taken as
+    the model sees them (callers append EOS with encode_source); eval mode."""
     if not batches or not all(batches):
         raise PipelineError("encoder_means: expected a non-empty list of non-empty batches of id lists")
     names = _encoder_outputs(model)
+    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     means: list[list[Tensor]] = [[] for _ in names]
     try:
-        for batch in batches:
-            memory = model.encode(pad(batch))
+        for batch in batches:  # encoded on the model's device (the job's GPU), the means kept on the CPU
+            memory = model.encode(pad(batch).to(device))
             for name, out in zip(names, means):
-                out.append(masked_mean(memory[name], memory[f"{name}_pad"]))
+                out.append(masked_mean(memory[name], memory[f"{name}_pad"]).cpu())
     finally:
         model.train(was_training)
     return torch.cat(means[0]), (torch.cat(means[1]) if len(names) > 1 else None)
