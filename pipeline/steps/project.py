@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.cost import MEASUREMENTS
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
 from pipeline.steps import register_step
@@ -76,8 +77,7 @@ class CostArgs:
     targets: list[str] = arg([], positional=True, help="tables or figures (default: every one of the scale)")
     scale: str = arg("paper", choices=("tiny", "paper"))
     params: str = arg("params.yaml")
-    step_times: str = arg(str(Path(__file__).resolve().parents[2] / "benchmarks/results/gpu_step_times.json"),
-                          help="step times measured on a GPU (JSON, the GPU named)")
+    step_times: str = arg(str(MEASUREMENTS), help="step times measured on a GPU (JSON, the GPU named)")
     runs: bool = arg(False, help="also one line per training run")
 
 
