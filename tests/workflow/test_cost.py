@@ -1,6 +1,6 @@
 """`python -m pipeline cost` (pipeline/cost.py): GPU-hours from step times measured on a GPU, checked by hand on toy
-params; every paper-scale run is estimated and its time limit is sized from its estimate; the README's table is the
-command's output."""
+params; every paper-scale run is estimated and its time limit is sized from its estimate; the table of
+docs/paper-scale.md is the command's output."""
 import copy
 import re
 
@@ -100,10 +100,10 @@ def test_every_paper_scale_run_is_estimated_and_its_time_limit_sized_from_it():
 
 
 @pytest.mark.slow
-def test_the_readmes_cost_table_is_the_commands_output():
+def test_the_docs_cost_table_is_the_commands_output():
     printed = run(["python", "-m", "pipeline", "cost"], ROOT, timeout=600).stdout
     rows = [line.split("\t") for line in printed.splitlines() if re.match(r"^(\w+)\t\d", line)]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs/paper-scale.md").read_text(encoding="utf-8")
     table = [[cell.strip() for cell in line.strip("|").split("|")]
              for line in readme.splitlines() if re.match(r"^\| (hao2019|shu2016|werlen2018|zeng2021|zhang2018|all) \|",
                                                          line)]
