@@ -165,9 +165,11 @@ def costs_by_paper(estimator: Estimator, jobs: list) -> tuple[list[tuple], list[
     from pipeline.steps import load_steps
     scale = estimator.params.scale
     threads = {rule: step.resources[scale].threads for step in load_steps().values() for rule in step.rules}
+    by_paper: dict[str, list] = {}
+    for job in jobs:
+        by_paper.setdefault(paper_of(estimator.params, job), []).append(job)
     rows, all_runs = [], []
-    for paper in sorted({paper_of(estimator.params, job) for job in jobs}):
-        mine = [job for job in jobs if paper_of(estimator.params, job) == paper]
+    for paper, mine in sorted(by_paper.items()):
         runs = [estimator.run(job.wildcards["exp"]) for job in mine if job.rule == "train"]
         gpu_jobs = [job for job in mine if job.rule != "train" and int(job.resources.get("gpu", 0)) > 0]
         train_hours = sum(r.gpu_hours for r in runs)

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class PlannedJob:
-    """One job block of a dry run: its rule, wildcards and resources (as Snakemake printed them)."""
+    """One job block of a dry run: its rule, wildcards, resources and, with -p, its shell command (as Snakemake
+    printed them)."""
     rule: str
     wildcards: dict
     resources: dict
+    shell: str = field(default="", compare=False)
 
 
 def _pairs(line: str | None) -> dict:
@@ -26,5 +28,7 @@ def planned_jobs(text: str) -> list[PlannedJob]:
         if rule is None:
             continue
         fields = dict(re.findall(r"^ +(wildcards|resources): (.*)$", block, re.M))
-        jobs.append(PlannedJob(rule.group(1), _pairs(fields.get("wildcards")), _pairs(fields.get("resources"))))
+        shell = re.search(r"^Shell command: (.*)$", block, re.M)
+        jobs.append(PlannedJob(rule.group(1), _pairs(fields.get("wildcards")), _pairs(fields.get("resources")),
+                               shell.group(1) if shell else ""))
     return jobs

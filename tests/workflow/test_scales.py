@@ -7,6 +7,7 @@ import shutil
 import pytest
 import yaml
 
+from pipeline.dry_run import planned_jobs
 from workspace import ROOT, make_workspace, paper_targets, project_params, run
 
 pytestmark = pytest.mark.slow
@@ -25,14 +26,7 @@ def job_counts(dry_run_output: str) -> dict[str, int]:
 
 def jobs(dry_run_output: str) -> list[tuple[str, int, str]]:
     """(rule, GPUs asked, shell command) of every job a `snakemake -n -p` printed."""
-    found = []
-    for block in re.split(r"\n(?=\[[^\]]+\]\n(?:local)?rule )", dry_run_output):
-        rule = re.search(r"^(?:local)?rule (\w+):", block, flags=re.M)
-        if rule:
-            gpus = re.search(r"^\s+resources: .*\bgpu=(\d+)", block, flags=re.M)
-            shell = re.search(r"^Shell command: (.*)$", block, flags=re.M)
-            found.append((rule.group(1), int(gpus.group(1)) if gpus else 0, shell.group(1) if shell else ""))
-    return found
+    return [(job.rule, int(job.resources.get("gpu", 0)), job.shell) for job in planned_jobs(dry_run_output)]
 
 
 @pytest.fixture(scope="module")
