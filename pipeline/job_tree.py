@@ -5,7 +5,7 @@ their own, still holding Snakemake's lock. Here the command runs in its own proc
 stopped when this process is interrupted, terminated, hung up on, or when its parent (DVC) dies for any reason,
 SIGKILL included (Linux's parent-death signal): SIGINT first (Snakemake cancels its jobs, Slurm's too, and
 releases its lock; a trainer stops at once, its last checkpoint intact), then SIGTERM, then SIGKILL, GRACE_S
-seconds apart. The exit status is the command's.
+seconds apart (JOB_TREE_GRACE_S), until the whole group has ended. The exit status is the command's.
 """
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
-GRACE_S = 30.0
+GRACE_S = float(os.environ.get("JOB_TREE_GRACE_S", "30"))
 PR_SET_PDEATHSIG = 1
 
 
@@ -29,15 +31,35 @@ def _die_with_parent() -> None:
         pass
 
 
-def _stop(group: int, done: threading.Event) -> None:
-    """SIGINT, SIGTERM, then SIGKILL to the process group until it has ended."""
+def _group_alive(group: int) -> bool:
+    """Whether any process of the group is left, zombies (ended, not yet reaped by their new parent) aside."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()   # state, ppid, pgrp, ...
+        except (OSError, IndexError):
+            continue   # ended while we looked
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return not Path("/proc/self/stat").exists()   # no /proc: trust killpg
+
+
+def _stop(group: int) -> None:
+    """SIGINT, SIGTERM, then SIGKILL to the process group until every member has ended, not only the command:
+    a grandchild may outlive it (one interrupted while Python was starting goes on running)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(group, sig)
         except ProcessLookupError:
             return
-        if done.wait(GRACE_S):
-            return
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline:
+            if not _group_alive(group):
+                return
+            time.sleep(0.05)
 
 
 def run(argv: list[str]) -> int:
@@ -50,19 +72,19 @@ def run(argv: list[str]) -> int:
     # first stop signal is SIGINT: the child starts with the default action (Python's KeyboardInterrupt)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     child = subprocess.Popen(argv, start_new_session=True)
-    done = threading.Event()
     stopping: list[int] = []
+    stopper = threading.Thread(target=_stop, args=(child.pid,), daemon=True)
 
     def on_signal(signum, _frame):
         if not stopping:
             stopping.append(signum)
-            threading.Thread(target=_stop, args=(child.pid, done), daemon=True).start()
+            stopper.start()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     status = child.wait()
-    done.set()
     if stopping:
+        stopper.join()   # the rest of the group may still be ending
         return 128 + stopping[0]
     return status if status >= 0 else 128 - status
 

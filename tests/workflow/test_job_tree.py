@@ -18,6 +18,18 @@ TREE = textwrap.dedent("""
 """)
 
 
+# a grandchild that ignores SIGINT (as one interrupted while Python starts does: site.py reports it and goes on)
+STUBBORN = textwrap.dedent("""
+    import os, signal, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                              "open(sys.argv[1], 'w').write('ready'); time.sleep(300)", sys.argv[1] + ".ready"])
+    while not os.path.exists(sys.argv[1] + ".ready"):
+        time.sleep(0.01)
+    open(sys.argv[1], "w").write(f"{os.getpid()} {child.pid}")
+    time.sleep(300)
+""")
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -80,3 +92,13 @@ def test_an_interrupt_stops_the_tree_and_the_status_passes_through(tmp_path):
     assert ok.returncode == 3
     usage = subprocess.run([sys.executable, "-m", "pipeline.job_tree"], capture_output=True, text=True)
     assert usage.returncode == 1 and "usage: python -m pipeline.job_tree COMMAND" in usage.stderr
+
+
+def test_a_member_that_outlives_the_command_is_stopped_too(tmp_path):
+    pids_file = tmp_path / "pids"
+    tree = subprocess.Popen([sys.executable, "-m", "pipeline.job_tree", sys.executable, "-c", STUBBORN, str(pids_file)],
+                            env={**os.environ, "JOB_TREE_GRACE_S": "2"})
+    pids = _started(pids_file, tree)
+    tree.send_signal(signal.SIGINT)
+    assert tree.wait(timeout=60) == 128 + signal.SIGINT   # the command ends at SIGINT, its child only at SIGTERM
+    assert not any(_alive(pid) for pid in pids)
