@@ -150,10 +150,14 @@ def run_pinning(name: str, pins: dict, data: Path, out: Path, train: dict, decod
     work = out / name
     py = [sys.executable, "-m", "pipeline"]
     vocab = ["--src-vocab", str(data / "vocab.src"), "--tgt-vocab", str(data / "vocab.tgt")]
+    stores = []
+    for split in ("train", "valid"):
+        for side in ("src", "tgt"):  # the token stores training reads (pipeline/data/token_store.py)
+            call(py + ["binarize", "--input", str(data / f"{split}.{side}"), "--vocab", str(data / f"vocab.{side}"),
+                       "--output", str(work / "bin" / f"{split}.{side}")], env)
+            stores += [f"--{split}-{side}", str(work / "bin" / f"{split}.{side}")]
     started = time.perf_counter()
-    call(py + ["train", "--spec", json.dumps(train), *vocab,
-               "--train-src", str(data / "train.src"), "--train-tgt", str(data / "train.tgt"),
-               "--valid-src", str(data / "valid.src"), "--valid-tgt", str(data / "valid.tgt"),
+    call(py + ["train", "--spec", json.dumps(train), *vocab, *stores,
                "--run-dir", str(work / "run"), "--out-dir", str(work / "model"),
                "--curves-dir", str(work / "curves"), "--no-progress"], env)
     trained = time.perf_counter()

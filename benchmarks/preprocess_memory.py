@@ -1,9 +1,12 @@
-"""Peak memory and throughput of every preprocessing step on a generated parallel corpus.
+"""Peak memory and throughput of every preprocessing step, and of training's start-up, on a generated parallel
+corpus.
 
 Generates --pairs sentence pairs of about 30 tokens a side (Zipf-distributed made-up words, so BPE has work),
 then runs each data step as `python -m pipeline <step>` the way the rules do (tokenize and apply-bpe with
---workers) and prints, per step, its peak resident memory (the step's process and the workers it waited for) and
-lines per second per core. Memory that stays flat while --pairs grows is what the streaming steps promise:
+--workers), binarizes both sides into token stores and trains one update of a small Transformer on them (the
+start-up: mapping the stores, their lengths, the batches, the data fingerprint). It prints, per step, its peak
+resident memory (the step's process and the workers it waited for) and lines per second per core. Memory that
+stays flat while --pairs grows is what the streaming steps and the memory-mapped stores promise:
 
     python benchmarks/preprocess_memory.py --pairs 5000000 --workers 8    # the paper-scale check
     python benchmarks/preprocess_memory.py --quick                         # 20,000 pairs, a smoke test
@@ -42,13 +45,27 @@ def run_step(argv: list[str], lines: int, workers: int) -> dict:
     """Run one step; its wall time, peak memory (MB) and lines per second per core."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", *argv], cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+                                 "CUDA_VISIBLE_DEVICES": ""})  # training on the CPU, one thread
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"{argv[0]} failed (status {status})")
     return {"step": argv[0], "seconds": round(seconds, 2), "peak_mb": round(usage.ru_maxrss / 1024, 1),
             "lines_per_s_per_core": round(lines / seconds / workers)}
+
+
+# one update of a small Transformer (its start-up is what is measured; the model is beside the point)
+TRAIN_SPEC = {"experiment": "startup", "init": None, "seed": 1,
+              "model": {"encoder": "transformer", "decoder": "transformer", "d_model": 64, "heads": 4, "ffn_dim": 128,
+                        "enc_layers": 1, "dec_layers": 1, "dropout": 0.1},
+              "recipe": {"batch_size": 4096, "lr": 0.001, "warmup": 1, "max_steps": 1, "checkpoint_every": 1,
+                         "valid_every": 1, "precision": "float32"}}
+
+
+def head(src: Path, dst: Path, lines: int) -> None:
+    with open(src, encoding="utf-8") as inp, open(dst, "w", encoding="utf-8") as out:
+        out.writelines(itertools.islice(inp, lines))
 
 
 def main() -> None:
@@ -74,14 +91,31 @@ def main() -> None:
               "--tgt-out", str(d / "c.de"), "--report", str(d / "clean.json"), "--max-len", "80"], args.pairs, 1),
             (["learn-bpe", "--langs", "en", "de", "--inputs", str(d / "c.en"), str(d / "c.de"), "--codes-dir",
               str(d / "codes"), "--merges", str(args.merges), "--joint"], 2 * args.pairs, 1),
-            (["apply-bpe", "--codes-dir", str(d / "codes"), "--side", "en", "--input", str(d / "c.en"), "--output",
-              str(d / "bpe.en"), "--workers", w], args.pairs, args.workers),
-            (["vocab", "--inputs", str(d / "bpe.en"), "--output", str(d / "vocab.en")], args.pairs, 1),
         ]
+        for lang in ("en", "de"):
+            steps += [
+                (["apply-bpe", "--codes-dir", str(d / "codes"), "--side", lang, "--input", str(d / f"c.{lang}"),
+                  "--output", str(d / f"bpe.{lang}"), "--workers", w], args.pairs, args.workers),
+                (["vocab", "--inputs", str(d / f"bpe.{lang}"), "--output", str(d / f"vocab.{lang}")], args.pairs, 1),
+                (["binarize", "--input", str(d / f"bpe.{lang}"), "--vocab", str(d / f"vocab.{lang}"), "--output",
+                  str(d / "bin" / f"train.{lang}")], args.pairs, 1),
+            ]
         results = []
         for argv, lines, workers in steps:
             results.append(run_step(argv, lines, workers))
             print(" ".join(f"{k}={v}" for k, v in results[-1].items()), flush=True)
+        for lang in ("en", "de"):  # a small validation set of the first lines
+            head(d / f"bpe.{lang}", d / f"valid.{lang}", 200)
+            run_step(["binarize", "--input", str(d / f"valid.{lang}"), "--vocab", str(d / f"vocab.{lang}"),
+                      "--output", str(d / "bin" / f"valid.{lang}")], 200, 1)
+        stores = [a for split in ("train", "valid") for side, lang in (("src", "en"), ("tgt", "de"))
+                  for a in (f"--{split}-{side}", str(d / "bin" / f"{split}.{lang}"))]
+        results.append(run_step(["train", "--spec", json.dumps(TRAIN_SPEC), *stores, "--src-vocab", str(d / "vocab.en"),
+                                 "--tgt-vocab", str(d / "vocab.de"), "--run-dir", str(d / "run"), "--out-dir",
+                                 str(d / "model"), "--curves-dir", str(d / "curves"), "--no-progress"],
+                                args.pairs, 1))
+        results[-1]["step"] = "train (start-up and one update)"
+        print(" ".join(f"{k}={v}" for k, v in results[-1].items()), flush=True)
     summary = {"pairs": args.pairs, "workers": args.workers, "merges": args.merges, "steps": results,
                "max_peak_mb": max(r["peak_mb"] for r in results)}
     print(f"pairs={args.pairs} workers={args.workers} max_peak_mb={summary['max_peak_mb']}")

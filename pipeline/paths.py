@@ -11,7 +11,8 @@ class Paths:
     root: str
 
     def data(self, corpus: str, *parts: str) -> str:
-        """A corpus's files: raw/, tok/, tc/, clean/, bpe/ (subwords, codes, vocabularies), ready."""
+        """A corpus's files: raw/, tok/, tc/, clean/, bpe/ (subwords, codes, vocabularies), bin/ (token stores),
+        ready."""
         return "/".join((self.root, "data", corpus) + parts)
 
     def model_dir(self, experiment: str) -> str:

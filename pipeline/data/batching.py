@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence as SequenceABC
 from typing import Sequence
 
 import numpy as np
@@ -17,57 +18,96 @@ def batch_cost(src_len: int, tgt_len: int) -> int:
 
 
 def _length_order(caller: str, src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int,
-                  unit: str) -> list[int]:
-    """Pair indices sorted by (target length, source length, index), after checking the arguments."""
+                  unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pair indices sorted by (target length, source length, index), source lengths, target lengths), after
+    checking the arguments."""
     if len(src_lens) != len(tgt_lens):
         raise PipelineError(f"{caller}: {len(src_lens)} source lengths but {len(tgt_lens)} target lengths; "
                             "expected one per pair")
     if batch_size < 1:
         raise PipelineError(f"batch_size: got {batch_size}, expected a positive integer ({unit})")
-    return sorted(range(len(src_lens)), key=lambda i: (tgt_lens[i], src_lens[i], i))
+    src, tgt = np.asarray(src_lens, np.int64), np.asarray(tgt_lens, np.int64)
+    return np.lexsort((src, tgt)), src, tgt  # lexsort is stable: equal lengths keep index order
+
+
+class BatchPlan:
+    """Length-sorted pairs cut into batches once (order[bounds[b]:bounds[b + 1]] is batch b); each epoch shuffles
+    the batches with a generator seeded by (seed, epoch). Holds a few bytes per pair, not lists of indices."""
+
+    def __init__(self, order: np.ndarray, bounds: np.ndarray, short_last: bool = False):
+        self.order, self.bounds, self.short_last = order, bounds, short_last
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    def epoch(self, seed: int, epoch: int, shuffle: bool = True) -> "EpochBatches":
+        numbers = list(range(len(self)))
+        fixed = [numbers.pop()] if self.short_last and numbers else []
+        if shuffle:  # the same permutation as shuffling the batches themselves (it depends on their count only)
+            random.Random(f"{seed}/{epoch}").shuffle(numbers)
+        return EpochBatches(self, numbers + fixed)
+
+
+class EpochBatches(SequenceABC):
+    """One epoch's batches in order; batch k is a list of pair indices."""
+
+    def __init__(self, plan: BatchPlan, numbers: list[int]):
+        self.plan, self.numbers = plan, numbers
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        b = self.numbers[k]
+        return self.plan.order[self.plan.bounds[b] : self.plan.bounds[b + 1]].tolist()
+
+
+def token_plan(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens: int) -> BatchPlan:
+    """Pairs grouped by length so that (longest padded length) * n <= batch_tokens.
+
+    Pairs are sorted by (target length, source length, index) and cut greedily into batches. A single pair longer
+    than the budget gets a batch of its own (our choice: never drop or crash; the cleaning step filters long
+    sentences).
+    """
+    order, src, tgt = _length_order("token_batches", src_lens, tgt_lens, batch_tokens, "padded tokens per batch")
+    costs = np.maximum(src, tgt)[order] + 1  # batch_cost of each pair, in sorted order
+    bounds, size, longest = [0], 0, 0
+    for start in range(0, len(costs), 1 << 20):  # Python ints a block at a time
+        for pos, cost in enumerate(costs[start : start + (1 << 20)].tolist(), start):
+            if size and max(longest, cost) * (size + 1) > batch_tokens:
+                bounds.append(pos)
+                size, longest = 0, 0
+            size += 1
+            longest = max(longest, cost)
+    if size:
+        bounds.append(len(costs))
+    return BatchPlan(order, np.asarray(bounds, np.int64))
+
+
+def sentence_plan(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int) -> BatchPlan:
+    """Batches of exactly `batch_size` pairs but the last.
+
+    Pairs are sorted by (target length, source length, index) and cut into consecutive batches (Shu and Nakayama
+    2016: batches of 64 pairs grouped by length). Only the full batches are shuffled; the one short batch (the
+    longest pairs, if len % batch_size) stays last (our choice: only the last batch of an epoch is short).
+    """
+    order, _, _ = _length_order("sentence_batches", src_lens, tgt_lens, batch_size, "sentence pairs")
+    bounds = np.append(np.arange(0, len(order), batch_size), len(order)) if len(order) else np.zeros(1, np.int64)
+    return BatchPlan(order, bounds, short_last=len(order) % batch_size != 0)
 
 
 def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens: int, *, seed: int, epoch: int,
                   shuffle: bool = True) -> list[list[int]]:
-    """Indices grouped by length so that (longest padded length) * n <= batch_tokens; order seeded by (seed, epoch).
-
-    Pairs are sorted by (target length, source length, index), cut greedily into batches, and the batch order
-    is shuffled with a generator seeded by (seed, epoch). A single pair longer than the budget gets a batch of
-    its own (our choice: never drop or crash; the cleaning step filters long sentences).
-    """
-    order = _length_order("token_batches", src_lens, tgt_lens, batch_tokens, "padded tokens per batch")
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for i in order:
-        cost = batch_cost(src_lens[i], tgt_lens[i])
-        if current and max(longest, cost) * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
-        longest = max(longest, cost)
-    if current:
-        batches.append(current)
-    if shuffle:
-        random.Random(f"{seed}/{epoch}").shuffle(batches)
-    return batches
+    """token_plan's batches as index lists, in the order of (seed, epoch)."""
+    return list(token_plan(src_lens, tgt_lens, batch_tokens).epoch(seed, epoch, shuffle))
 
 
 def sentence_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int, *, seed: int, epoch: int,
                      shuffle: bool = True) -> list[list[int]]:
-    """Indices in batches of exactly `batch_size` pairs but the last; order seeded by (seed, epoch).
-
-    Pairs are sorted by (target length, source length, index) and cut into consecutive batches (Shu and Nakayama
-    2016: batches of 64 pairs grouped by length). The full batches are shuffled with a generator seeded by
-    (seed, epoch); the one short batch (the longest pairs, if len % batch_size) stays last (our choice: only the
-    last batch of an epoch is short).
-    """
-    order = _length_order("sentence_batches", src_lens, tgt_lens, batch_size, "sentence pairs")
-    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-    short = batches.pop() if batches and len(batches[-1]) < batch_size else None
-    if shuffle:
-        random.Random(f"{seed}/{epoch}").shuffle(batches)
-    return batches + ([short] if short else [])
+    """sentence_plan's batches as index lists, in the order of (seed, epoch)."""
+    return list(sentence_plan(src_lens, tgt_lens, batch_size).epoch(seed, epoch, shuffle))
 
 
 def pad(seqs: Sequence[Sequence[int]], pad_id: int = PAD) -> torch.Tensor:

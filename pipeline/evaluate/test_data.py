@@ -14,6 +14,7 @@ def load_test(inputs: dict, limit: int, with_target: bool = True, device=None):
     from pipeline.checkpoint import check_vocab
     from pipeline.data.vocab import Vocab
     from pipeline.device import load_model_for_job
+    from pipeline.data.token_store import Pairs
     from pipeline.train import within_length
 
     model, info = load_model_for_job(inputs["model"], device)
@@ -25,7 +26,8 @@ def load_test(inputs: dict, limit: int, with_target: bool = True, device=None):
     src_ids, tgt_ids = ids["src"], ids.get("tgt")
     if not with_target:
         return model, info, src_ids, None
-    (src_ids, tgt_ids), dropped = within_length((src_ids, tgt_ids), model.max_input_len)
+    pairs, dropped = within_length(Pairs.of((src_ids, tgt_ids)), model.max_input_len)
+    src_ids, tgt_ids = pairs.lists()
     if dropped:
         print(f"note: {dropped} test pair(s) longer than the model's positions left out", file=sys.stderr)
     return model, info, src_ids, tgt_ids

@@ -187,16 +187,38 @@ def vocab(args: VocabArgs) -> None:
 
 
 @dataclass
+class BinarizeArgs:
+    input: str = arg(help="a subword file")
+    vocab: str = arg(help="the vocabulary of its side")
+    output: str = arg(help="the store's prefix: writes PREFIX.ids and PREFIX.offsets")
+
+
+@register_step("binarize", BinarizeArgs, rules=("binarize",), stage="corpus",
+               resources={"tiny": Resources(), "paper": Resources(mem_mb=2000, runtime=120)},
+               help="encode a subword file as vocabulary ids into the binary token store training memory-maps")
+def binarize(args: BinarizeArgs) -> None:
+    from pipeline.data.token_store import binarize as write
+    from pipeline.data.vocab import Vocab
+    print(json.dumps({"sentences": write(args.input, Vocab.load(args.vocab), args.output)}))
+
+
+@dataclass
 class CorpusReadyArgs:
     files: list[str] = arg(help="every file a system of the corpus reads")
     output: str = arg(help="the corpus's ready marker: its files and their line counts (JSON)")
 
 
 @register_step("corpus-ready", CorpusReadyArgs, rules=("corpus",), stage="corpus",
-               help="mark a corpus as ready: every file its systems read, with its line count")
+               help="mark a corpus as ready: every file its systems read, with its line count (a token store's "
+                    "files: their sentences and ids)")
 def corpus_ready(args: CorpusReadyArgs) -> None:
+    from pipeline.data.token_store import ID_DTYPE, OFFSET_DTYPE
     counts = {}
     for path in args.files:
+        if path.endswith((".ids", ".offsets")):
+            size = Path(path).stat().st_size
+            counts[path] = size // ID_DTYPE.itemsize if path.endswith(".ids") else size // OFFSET_DTYPE.itemsize - 1
+            continue
         with open(path, "rb") as handle:
             counts[path] = sum(1 for _ in handle)
     write_json(args.output, counts)

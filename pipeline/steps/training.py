@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.fileio import read_parallel
 from pipeline.steps import register_step
 from pipeline.steps.arguments import arg
 
@@ -15,10 +14,10 @@ from pipeline.steps.arguments import arg
 @dataclass
 class TrainArgs:
     spec: str = arg(help="JSON: experiment, model, recipe, seed, init")
-    train_src: str = arg()
-    train_tgt: str = arg()
-    valid_src: str = arg()
-    valid_tgt: str = arg()
+    train_src: str = arg(help="token store prefix (PREFIX.ids, PREFIX.offsets: python -m pipeline binarize)")
+    train_tgt: str = arg(help="token store prefix")
+    valid_src: str = arg(help="token store prefix")
+    valid_tgt: str = arg(help="token store prefix")
     src_vocab: str = arg()
     tgt_vocab: str = arg()
     run_dir: str = arg()
@@ -26,12 +25,6 @@ class TrainArgs:
     curves_dir: str = arg()
     init: str | None = arg(None, help="model.pt of the system to start from")
     no_progress: bool = arg(False)
-
-
-def encode_parallel(src_path, tgt_path, src_vocab, tgt_vocab):
-    """Both sides of a parallel corpus as vocabulary ids."""
-    src, tgt = read_parallel(src_path, tgt_path)
-    return [src_vocab.encode(s) for s in src], [tgt_vocab.encode(t) for t in tgt]
 
 
 def weights_files(model_spec: dict) -> list[str]:
@@ -58,12 +51,13 @@ def weights_code(model_spec: dict) -> dict[str, str]:
 
 @register_step("train", TrainArgs, rules=("train",), stage="train",
                code=("pipeline.train", "pipeline.recipe", "pipeline.checkpoint", "pipeline.models.registry",
-                     "pipeline.data.vocab", "pipeline.data.batching"),
+                     "pipeline.data.vocab", "pipeline.data.batching", "pipeline.data.token_store"),
                help="train one system (resumes from its run directory)")
 def train(args: TrainArgs) -> None:
     import torch
 
     from pipeline.checkpoint import load_model
+    from pipeline.data.token_store import Pairs, TokenArray
     from pipeline.data.vocab import Vocab
     from pipeline.models.registry import build_model
     from pipeline.recipe import Recipe
@@ -72,8 +66,8 @@ def train(args: TrainArgs) -> None:
     spec = json.loads(args.spec)
     torch.manual_seed(spec["seed"])
     src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
-    train_data = encode_parallel(args.train_src, args.train_tgt, src_vocab, tgt_vocab)
-    valid = encode_parallel(args.valid_src, args.valid_tgt, src_vocab, tgt_vocab)
+    train_data = Pairs(TokenArray.open(args.train_src), TokenArray.open(args.train_tgt))  # memory-mapped
+    valid = Pairs(TokenArray.open(args.valid_src), TokenArray.open(args.valid_tgt))
     model = build_model(spec["model"], len(src_vocab), len(tgt_vocab))
     init_state = load_model(Path(args.init))[0].state_dict() if args.init else None
     recipe = Recipe.from_dict({**spec["recipe"], "seed": spec["seed"]}, where=f"recipe of {spec['experiment']}")

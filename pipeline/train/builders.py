@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from pipeline.data.batching import sentence_batches, token_batches
+from pipeline.data.batching import BatchPlan, sentence_plan, token_plan
 from pipeline.errors import PipelineError
 from pipeline.recipe import Recipe
 
@@ -120,16 +120,16 @@ def build_scheduler(recipe: Recipe) -> Scheduler:
     return SCHEDULERS[recipe.schedule](recipe)
 
 
-def build_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], recipe: Recipe, *, epoch: int,
-                  shuffle: bool = True) -> list[list[int]]:
-    """One epoch's batches (index lists) by recipe.batch_unit: batch_size padded tokens or batch_size pairs."""
-    make = token_batches if recipe.batch_unit == "tokens" else sentence_batches
-    return make(src_lens, tgt_lens, recipe.batch_size, seed=recipe.seed, epoch=epoch, shuffle=shuffle)
+def build_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], recipe: Recipe) -> BatchPlan:
+    """The batches by recipe.batch_unit (batch_size padded tokens or batch_size pairs); .epoch(recipe.seed, n) gives
+    epoch n's order."""
+    make = token_plan if recipe.batch_unit == "tokens" else sentence_plan
+    return make(src_lens, tgt_lens, recipe.batch_size)
 
 
-def loss_denominator(recipe: Recipe, batch: Sequence[int], tgt_side) -> int:
+def loss_denominator(recipe: Recipe, batch: Sequence[int], tgt_lengths) -> int:
     """What a global batch's summed loss is divided by: its target tokens (+ EOS) or its sentence pairs (dl4mt)."""
     if recipe.loss_norm == "sentences":
         return len(batch)
-    return sum(len(tgt_side[i]) + 1 for i in batch)
+    return int(tgt_lengths[batch].sum()) + len(batch)
 

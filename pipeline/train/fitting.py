@@ -5,7 +5,10 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+import numpy as np
+
 from pipeline.cpu_math import code_path
+from pipeline.data.token_store import Pairs
 from pipeline.errors import PipelineError
 from pipeline.precision import resolve
 from pipeline.recipe import Recipe
@@ -17,10 +20,10 @@ from pipeline.train.trainer import Trainer
 META_KEYS = ("model", "src_vocab_size", "tgt_vocab_size")
 
 
-def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list[list[int]], list[list[int]]],
-        recipe: Recipe, *, run_dir: Path, out_dir: Path, curves_dir: Path, meta: dict,
+def fit(model, train: Pairs | tuple[list[list[int]], list[list[int]]],
+        valid: Pairs | tuple[list[list[int]], list[list[int]]], recipe: Recipe, *, run_dir: Path, out_dir: Path, curves_dir: Path, meta: dict,
         init_state: dict | None = None, progress: bool = True) -> dict:
-    """Train `model` on id sequences (no BOS/EOS) as `recipe` says; write out_dir/{model.pt,train.json} and the
+    """Train `model` on id sequences (no BOS/EOS: token stores' Pairs, or id lists) as `recipe` says; write out_dir/{model.pt,train.json} and the
     learning curves to curves_dir (train/{loss,nll,lr}.tsv, valid/{loss,nll,ppl}.tsv, valid/bleu.tsv with keep:
     best_bleu).
 
@@ -36,6 +39,7 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
     decoding follows it. Under torchrun (WORLD_SIZE > 1) every rank
     calls fit; rank 0 writes files. Returns the summary written to train.json.
     """
+    train, valid = Pairs.of(train, "train"), Pairs.of(valid, "valid")
     _check_inputs(train, valid, meta, recipe)
     limit = getattr(model, "max_input_len", None)
     (train, n_train), (valid, n_valid) = within_length(train, limit), within_length(valid, limit)
@@ -67,31 +71,29 @@ def fit(model, train: tuple[list[list[int]], list[list[int]]], valid: tuple[list
                 trainer.log.close()
 
 
-def within_length(pairs: tuple[list[list[int]], list[list[int]]], limit: int | None
-                  ) -> tuple[tuple[list[list[int]], list[list[int]]], int]:
+def within_length(pairs: Pairs, limit: int | None) -> tuple[Pairs, int]:
     """The pairs whose source + EOS and BOS + target fit `limit` positions, and how many were dropped.
 
     RAN (Zeng et al. 2021, 3.1) removes sentences longer than its 256x256 attention matrices; BPE can lengthen a
     sentence that passed the word-count filter, so the trainer drops those too instead of crashing (None: no
     limit).
     """
-    src, tgt = pairs
     if limit is None:
         return pairs, 0
-    keep = [i for i in range(len(src)) if len(src[i]) + 1 <= limit and len(tgt[i]) + 1 <= limit]
-    if not keep:
+    keep = np.flatnonzero((pairs.src_lengths + 1 <= limit) & (pairs.tgt_lengths + 1 <= limit))
+    if not len(keep):
         raise PipelineError(f"no sentence pair fits the model's {limit} positions; expected shorter sentences")
-    return ([src[i] for i in keep], [tgt[i] for i in keep]), len(src) - len(keep)
+    if len(keep) == len(pairs):
+        return pairs, 0
+    return pairs.select(keep), len(pairs) - len(keep)
 
 
 def _check_inputs(train, valid, meta: dict, recipe: Recipe) -> None:
     """Clear errors for malformed arguments before any work starts."""
     if not isinstance(recipe, Recipe):
         raise PipelineError(f"fit: recipe must be a pipeline.recipe.Recipe, got {type(recipe).__name__}")
-    for name, (src, tgt) in (("train", train), ("valid", valid)):
-        if len(src) != len(tgt):
-            raise PipelineError(f"{name}: {len(src)} source but {len(tgt)} target sequences; expected equal counts")
-        if not src:
+    for name, pairs in (("train", train), ("valid", valid)):
+        if not len(pairs):
             raise PipelineError(f"{name}: no sentence pairs; expected a non-empty corpus")
     missing = [k for k in META_KEYS if k not in meta]
     if missing:

@@ -8,7 +8,6 @@ import math
 import os
 import random
 import socket
-from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,14 +61,11 @@ def set_rng_state(state: dict) -> None:
 
 
 def fingerprint(*corpora) -> str:
-    """sha256 of id sequences (train and valid), so a resume never continues on different data."""
+    """sha256 of the training and validation pairs (pipeline.data.token_store.Pairs), so a resume never continues
+    on different data."""
     digest = hashlib.sha256()
-    for corpus in corpora:
-        for side in corpus:
-            digest.update(len(side).to_bytes(8, "little"))
-            for seq in side:
-                digest.update(len(seq).to_bytes(4, "little"))
-                digest.update(array("q", seq).tobytes())
+    for pairs in corpora:
+        pairs.digest(digest)
     return digest.hexdigest()
 
 

@@ -49,8 +49,7 @@ class Trainer:
         self.recipe, self.run_dir, self.meta, self.dist = recipe, Path(run_dir), meta, dist_
         self.precision = meta["precision"]
         self.model = model.to(dist_.device)
-        self.train_src, self.train_tgt = train
-        self.valid_src, self.valid_tgt = valid
+        self.train, self.valid = train, valid  # Pairs (pipeline.data.token_store)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.params, recipe)
         self.scheduler = build_scheduler(recipe)
@@ -61,7 +60,9 @@ class Trainer:
         self.fresh_params: list[str] = []
         self.log: CurveLog | None = None
         self._window_seconds = 0.0
-        self._epoch_batches: tuple[int, list[list[int]]] | None = None
+        self._plan = build_batches(train.src_lengths, train.tgt_lengths, recipe)
+        self._valid_plan = build_batches(valid.src_lengths, valid.tgt_lengths, recipe).epoch(0, 0, shuffle=False)
+        self._epoch_batches: tuple[int, Sequence[list[int]]] | None = None
 
     # ---- start / resume
     def start(self, init_state: dict | None) -> None:
@@ -119,17 +120,16 @@ class Trainer:
             torch.manual_seed(self.recipe.seed + 100_003 * self.dist.rank + self.state.step)
 
     # ---- one update
-    def _batches(self, epoch: int) -> list[list[int]]:
+    def _batches(self, epoch: int) -> Sequence[list[int]]:
         if self._epoch_batches is None or self._epoch_batches[0] != epoch:
-            batches = build_batches([len(s) for s in self.train_src], [len(t) for t in self.train_tgt],
-                                    self.recipe, epoch=epoch)
-            self._epoch_batches = (epoch, batches)
+            self._epoch_batches = (epoch, self._plan.epoch(self.recipe.seed, epoch))
         return self._epoch_batches[1]
 
-    def _forward_sums(self, indices: list[int], src_side, tgt_side):
+    def _forward_sums(self, indices: list[int], pairs):
         """(loss sum, nll sum, tokens) of this rank's share of a batch; tensors keep their graph."""
         src, tgt_in, tgt_out = (t.to(self.dist.device) for t in
-                                make_batch([src_side[i] for i in indices], [tgt_side[i] for i in indices]))
+                                make_batch([pairs.source(i).tolist() for i in indices],
+                                           [pairs.target(i).tolist() for i in indices]))
         with autocast(self.precision, self.dist.device):
             features = self.model.features(src, tgt_in)
             return smoothed_loss(features.reshape(-1, features.size(-1)), self.model.output_layer,
@@ -141,12 +141,12 @@ class Trainer:
         Every rank divides its share's summed loss by the global batch's denominator (loss_norm: target tokens or
         sentence pairs), so the all-reduced gradient is the single-process gradient of the whole batch."""
         self.model.train()
-        total_tokens = sum(len(self.train_tgt[i]) + 1 for i in batch)
-        denominator = loss_denominator(self.recipe, batch, self.train_tgt)
+        total_tokens = int(self.train.tgt_lengths[batch].sum()) + len(batch)
+        denominator = loss_denominator(self.recipe, batch, self.train.tgt_lengths)
         share = self.dist.share(batch)
         loss_sum = nll_sum = 0.0
         if share:
-            loss, nll, _ = self._forward_sums(share, self.train_src, self.train_tgt)
+            loss, nll, _ = self._forward_sums(share, self.train)
             (loss / denominator).backward()
             loss_sum, nll_sum = loss.item(), nll.item()
         loss_sum, nll_sum = self.dist.reduce_step(self.params, [loss_sum, nll_sum])
@@ -164,19 +164,15 @@ class Trainer:
         self.state.lr = lr
         return loss_sum, nll_sum, total_tokens
 
-    def _valid_batches(self) -> list[list[int]]:
-        return build_batches([len(s) for s in self.valid_src], [len(t) for t in self.valid_tgt], self.recipe,
-                             epoch=0, shuffle=False)
-
     @torch.no_grad()
     def validate(self) -> tuple[float, float]:
         """Per-token (smoothed loss, nll) on the validation set, summed over ranks."""
         self.model.eval()
         sums = [0.0, 0.0, 0.0]
-        for batch in self._valid_batches():
+        for batch in self._valid_plan:
             share = self.dist.share(batch)
             if share:
-                loss, nll, n = self._forward_sums(share, self.valid_src, self.valid_tgt)
+                loss, nll, n = self._forward_sums(share, self.valid)
                 sums = [sums[0] + loss.item(), sums[1] + nll.item(), sums[2] + n]
         loss, nll, n = self.dist.all_sum(sums)
         return loss / n, nll / n
@@ -186,14 +182,14 @@ class Trainer:
         from pipeline.search import greedy
 
         hyps: dict[int, list[int]] = {}
-        for batch in self._valid_batches():
+        for batch in self._valid_plan:
             share = self.dist.share(batch)
             if share:
-                src = pad([encode_source(self.valid_src[i]) for i in share]).to(self.dist.device)
+                src = pad([encode_source(self.valid.source(i).tolist()) for i in share]).to(self.dist.device)
                 with autocast(self.precision, self.dist.device):
                     hyps.update(zip(share, greedy(self.model, src)))
         merged = {i: h for part in self.dist.gather(hyps) for i, h in part.items()}
-        return validation_bleu([merged[i] for i in range(len(self.valid_src))], self.valid_tgt)
+        return validation_bleu([merged[i] for i in range(len(self.valid))], self.valid.lists()[1])
 
     # ---- bookkeeping
     def _record(self, kept: dict | None = None, step: int | None = None) -> dict:

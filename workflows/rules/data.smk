@@ -1,5 +1,6 @@
 # Corpus -> raw train/valid/test sets -> Moses/jieba tokens -> cleaned training pairs -> BPE -> vocabularies.
 from pipeline.data.registry import get_corpus
+from pipeline.data.token_store import STORE_SUFFIXES
 
 localrules:
     fetch,  # downloads run on the submit host: cluster compute nodes often have no internet
@@ -184,12 +185,35 @@ rule vocab:
         "python -m pipeline vocab --inputs {input} --output {output}{params.size} > {log} 2>&1"
 
 
+rule binarize:
+    input:
+        text=data("{corpus}", "bpe", "{split}.{side}"),
+        vocab=data("{corpus}", "bpe", "vocab.{side}"),
+    output:
+        multiext(data("{corpus}", "bin", "{split}.{side}"), *STORE_SUFFIXES),
+    wildcard_constraints:
+        split="train|valid",
+        side="src|tgt",
+    params:
+        prefix=lambda wc: data(wc.corpus, "bin", f"{wc.split}.{wc.side}"),
+    threads: threads_of("binarize")
+    resources:
+        **job_resources("binarize"),
+    log:
+        f"{R}/logs/binarize/{{corpus}}.{{split}}.{{side}}.log",
+    shell:
+        "python -m pipeline binarize --input {input.text} --vocab {input.vocab} --output {params.prefix} > {log} 2>&1"
+
+
 def corpus_files(wildcards):
-    """Everything a system of this corpus reads: subword splits and test sets, vocabularies, tokenised test sets."""
+    """Everything a system of this corpus reads: subword splits and test sets, vocabularies, tokenised test sets,
+    the training and validation token stores."""
     corpus = P.corpora[wildcards.corpus]
     files = [data(corpus.name, "bpe", f"{split}.{side}") for split in ("train", "valid") + corpus.test_sets
              for side in ("src", "tgt")]
     files += [data(corpus.name, "tok", f"{split}.{side}") for split in corpus.test_sets for side in ("src", "tgt")]
+    files += [data(corpus.name, "bin", f"{split}.{side}{suffix}") for split in ("train", "valid")
+              for side in ("src", "tgt") for suffix in STORE_SUFFIXES]
     return files + [data(corpus.name, "bpe", f"vocab.{side}") for side in ("src", "tgt")]
 
 

@@ -6,14 +6,16 @@ from pipeline.steps.training import weights_code
 
 # the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
 from pipeline.evaluate.curves import CURVES
+from pipeline.data.token_store import STORE_SUFFIXES
 
 
 def train_inputs(wildcards):
     exp = P.experiments[wildcards.exp]
     files = {
-        f"{split}_{side}": data(exp.corpus, "bpe", f"{split}.{side}")
+        f"{split}_{side}{suffix.replace('.', '_')}": data(exp.corpus, "bin", f"{split}.{side}{suffix}")
         for split in ("train", "valid")
         for side in ("src", "tgt")
+        for suffix in STORE_SUFFIXES
     }
     files.update(src_vocab=data(exp.corpus, "bpe", "vocab.src"), tgt_vocab=data(exp.corpus, "bpe", "vocab.tgt"))
     if exp.init:
@@ -69,6 +71,8 @@ rule train:
         code=code_of,
         cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change retrains
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
+        stores=lambda wc: " ".join(f"--{split}-{side} {data(P.experiments[wc.exp].corpus, 'bin', f'{split}.{side}')}"
+                                   for split in ("train", "valid") for side in ("src", "tgt")),
         run_dir=f"{R}/runs/{{exp}}",
         out_dir=f"{R}/models/{{exp}}",
         curves_dir=f"{R}/curves/{{exp}}",
@@ -85,8 +89,7 @@ rule train:
         f"{R}/logs/train/{{exp}}.log",
     shell:
         "{params.hide_gpus}OMP_NUM_THREADS={params.omp} {params.launcher} train --spec {params.spec} "
-        "--train-src {input.train_src} --train-tgt {input.train_tgt} "
-        "--valid-src {input.valid_src} --valid-tgt {input.valid_tgt} "
+        "{params.stores} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "
         "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {params.curves_dir} --no-progress "
         "2>&1 | tee {log}"  # progress lines in the job log and on the terminal

@@ -204,17 +204,19 @@ def test_length_beyond_ran_max_len_names_the_option():
 
 
 def test_training_drops_and_translation_truncates_what_does_not_fit_the_matrices(tmp_path):
+    from pipeline.data.token_store import Pairs
     from pipeline.train import Recipe, fit, within_length
     from pipeline.translate import fit_sources
 
     model = make(enc_self_attn="ran", dec_self_attn="ran")
     assert model.max_input_len == 8
     assert make().max_input_len == make(enc_self_attn="hcsa").max_input_len == 1024
-    pairs = ([[5] * 7, [5] * 8, [5] * 3], [[6] * 3, [6] * 3, [6] * 7])  # + EOS / BOS: 8, 9 (too long), 8 positions
-    assert within_length(pairs, 8) == (([[5] * 7, [5] * 3], [[6] * 3, [6] * 7]), 1)
+    pairs = Pairs.of(([[5] * 7, [5] * 8, [5] * 3], [[6] * 3, [6] * 3, [6] * 7]))  # + EOS / BOS: 8, 9 (too long), 8
+    kept, dropped = within_length(pairs, 8)
+    assert (kept.lists(), dropped) == (([[5] * 7, [5] * 3], [[6] * 3, [6] * 7]), 1)
     assert within_length(pairs, None) == (pairs, 0)
     with pytest.raises(PipelineError, match="8 positions"):
-        within_length(([[5] * 9], [[6]]), 8)
+        within_length(Pairs.of(([[5] * 9], [[6]])), 8)
     assert fit_sources([[5] * 9 + [2], [5, 2]], 8) == [[5] * 7 + [2], [5, 2]]  # EOS kept
     recipe = Recipe.from_dict({"lr": 0.001, "warmup": 1, "max_steps": 2, "batch_size": 40, "seed": 1,
                                "checkpoint_every": 2, "valid_every": 2})
