@@ -61,7 +61,7 @@ class Trainer:
         self.log: CurveLog | None = None
         self._window_seconds = 0.0
         self._plan = build_batches(train.src_lengths, train.tgt_lengths, recipe)
-        self._valid_plan = build_batches(valid.src_lengths, valid.tgt_lengths, recipe).epoch(0, 0, shuffle=False)
+        self._valid_batches = build_batches(valid.src_lengths, valid.tgt_lengths, recipe).epoch(0, 0, shuffle=False)
         self._epoch_batches: tuple[int, Sequence[list[int]]] | None = None
 
     # ---- start / resume
@@ -169,7 +169,7 @@ class Trainer:
         """Per-token (smoothed loss, nll) on the validation set, summed over ranks."""
         self.model.eval()
         sums = [0.0, 0.0, 0.0]
-        for batch in self._valid_plan:
+        for batch in self._valid_batches:
             share = self.dist.share(batch)
             if share:
                 loss, nll, n = self._forward_sums(share, self.valid)
@@ -182,7 +182,7 @@ class Trainer:
         from pipeline.search import greedy
 
         hyps: dict[int, list[int]] = {}
-        for batch in self._valid_plan:
+        for batch in self._valid_batches:
             share = self.dist.share(batch)
             if share:
                 src = pad([encode_source(self.valid.source(i).tolist()) for i in share]).to(self.dist.device)

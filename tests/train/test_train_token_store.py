@@ -5,7 +5,7 @@ from pipeline.data import token_store
 from pipeline.data.token_store import Pairs, TokenArray
 from pipeline.recipe import Recipe
 from pipeline.train import fit
-from tests.train_helpers import TOY_RECIPE, Aligned, equal_weights
+from train_helpers import TOY_RECIPE, Aligned, equal_weights
 
 
 def test_training_on_stores_is_bitwise_training_on_id_lists(toy, tmp_path):
