@@ -80,6 +80,21 @@ def reset_peak(device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
+def timed_updates(update, batches: list, warmup: int, device) -> tuple[int, float]:
+    """(target tokens, seconds) of update(batch) -> tokens over the batches after the first `warmup`; the peak
+    memory counts from there."""
+    for i, batch in enumerate(batches):
+        if i == warmup:
+            synchronize(device)
+            reset_peak(device)
+            start, tokens = time.perf_counter(), 0
+        n = update(batch)
+        if i >= warmup:
+            tokens += n
+    synchronize(device)
+    return tokens, time.perf_counter() - start
+
+
 def measure_training(params, experiment: str, args, device, work: Path) -> tuple[dict, list, object, object]:
     """Our trainer's steady-state speed on the recipe's batches; (figures, the batches, the pairs, the model)."""
     import torch
@@ -107,15 +122,7 @@ def measure_training(params, experiment: str, args, device, work: Path) -> tuple
     meta = {"model": spec, "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size,
             "precision": resolve(recipe.precision, device)}
     trainer = Trainer(model, pairs, pairs.select([0]), recipe, work / experiment, meta, dist_, False, {})
-    tokens = 0
-    for i, batch in enumerate(batches):
-        if i == args.warmup:
-            synchronize(device)
-            reset_peak(device)
-            start, tokens = time.perf_counter(), 0
-        tokens += trainer.train_step(batch)[2]
-    synchronize(device)
-    seconds = time.perf_counter() - start
+    tokens, seconds = timed_updates(lambda batch: trainer.train_step(batch)[2], batches, args.warmup, device)
     figures = {"parameters": n_params, "precision": meta["precision"], "batch": f"{recipe.batch_size} "
                f"{recipe.batch_unit}", "updates": len(batches) - args.warmup,
                "target_tokens_per_s": round(tokens / seconds), "updates_per_s": round((len(batches) - args.warmup)
@@ -172,12 +179,8 @@ def measure_peer(spec: dict, batches: list, pairs, vocab_size: int, args, device
     model = peer_model(spec, vocab_size, device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    tokens = 0
-    for i, batch in enumerate(batches):
-        if i == args.warmup:
-            synchronize(device)
-            reset_peak(device)
-            start, tokens = time.perf_counter(), 0
+
+    def update(batch) -> int:
         src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in
                                 make_batch([pairs.source(j).tolist() for j in batch],
                                            [pairs.target(j).tolist() for j in batch]))
@@ -190,9 +193,9 @@ def measure_peer(spec: dict, batches: list, pairs, vocab_size: int, args, device
         (loss / n).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        tokens += n
-    synchronize(device)
-    seconds = time.perf_counter() - start
+        return n
+
+    tokens, seconds = timed_updates(update, batches, args.warmup, device)
     train = {"parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),  # not its sinusoids
              "target_tokens_per_s": round(tokens / seconds),
              "peak_mb": peak_mb(device)}
