@@ -5,13 +5,17 @@ Needs root and Debian's slurm-wlm/munge (tests/cluster/start-slurm.sh installs t
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
+import time
 
 import pytest
 import torch
 
-from workspace import ROOT, TABLE, TOY_HAO2019, env, make_workspace, read_table, run, toy_params
+from pipeline.config import load_params
+from sentences import corpus, noisy
+from workspace import ROOT, TABLE, TOY_HAO2019, env, make_workspace, project_params, read_table, run, toy_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 CLUSTER = ROOT / "tests" / "cluster"
@@ -89,3 +93,64 @@ def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_pa
     assert summary["environment"]["slurm_job_id"]
     a, b = (torch.load(ws / model, weights_only=True)["weights"] for ws in (sliced, whole))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _slurm_job(job_id: str) -> dict[str, str]:
+    """scontrol's record of a job, key -> value."""
+    record = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, check=True)
+    return dict(field.split("=", 1) for field in record.stdout.split() if "=" in field)
+
+
+def test_the_readme_paper_command_submits_one_node_per_job_with_its_gpus(tmp_path, slurm_cluster):
+    """The README's paper-scale command for hao2019 Table 3, on the project's own params, against the real local
+    Slurm. Its En-De corpus stands in small (raw splits written here, prepared at paper scale by the local profile);
+    Zh-En is licensed and not supplied, so its fetch fails and, the profile keeping going, stops only its systems.
+    Slurm records each En-De baseline's training job as asked: one node with the recipe's 8 GPUs, 16 cores, memory
+    and time limit; the 2-core node with one (fake) GPU cannot hold it, so it stays pending and is cancelled here."""
+    ws = make_workspace(tmp_path / "ws", *project_params())
+    params = load_params(ws / "params.yaml", scale="paper")
+    en_de = params.corpora["en-de"]
+    raw = ws / "artifacts/paper/data/en-de/raw"
+    raw.mkdir(parents=True)
+    for seed, split in enumerate(("train", "valid", *en_de.test_sets)):
+        english = corpus(seed, 400 if split == "train" else 40)
+        (raw / f"{split}.{en_de.src}").write_text("\n".join(english) + "\n", encoding="utf-8")
+        (raw / f"{split}.{en_de.tgt}").write_text("\n".join(noisy(english, seed, 0.3)) + "\n", encoding="utf-8")
+    run(["snakemake", "artifacts/paper/data/en-de/ready", "--profile", "workflows/profiles/local", "--config",
+         "scale=paper"], ws)
+
+    log = tmp_path / "snakemake.log"
+    with open(log, "w") as out:   # the README's command, verbatim
+        smk = subprocess.Popen(["snakemake", "results/paper/hao2019/table3.tsv", "--profile", "slurm", "--config",
+                                "scale=paper"], cwd=ws, env=env(), stdout=out, stderr=subprocess.STDOUT)
+    submitted: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:   # until both baselines are submitted and Zh-En's fetch has failed
+            assert smk.poll() is None, log.read_text()[-3000:]
+            time.sleep(2)
+            text = log.read_text()
+            submitted = {exp: job for job, exp in
+                         re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_train/([\w-]+)/", text)}
+            if {"ende-base", "ende-big"} <= set(submitted) and "Error in rule fetch" in text:
+                break
+        records = {exp: _slurm_job(job) for exp, job in submitted.items()}
+    finally:
+        smk.kill()   # on SIGINT it waits for its jobs, which never start here
+        smk.wait()
+        if submitted:
+            subprocess.run(["scancel", *submitted.values()], check=False)
+    assert {"ende-base", "ende-big"} <= set(records), log.read_text()[-3000:]
+    assert not any(params.experiments[exp].corpus == "zh-en" for exp in records)   # its corpus is missing
+    assert "wmt17_un_zh_en" in (ws / "artifacts/paper/logs/fetch/zh-en.log").read_text(encoding="utf-8")
+    for exp, job in records.items():
+        asked = params.recipes[params.experiments[exp].recipe].resources
+        days, minutes = divmod(min(asked.runtime, params.max_job_minutes), 24 * 60)   # Slurm's [D-]HH:MM:SS
+        limit = (f"{days}-" if days else "") + f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+        value, unit = float(job["MinMemoryNode"][:-1]), job["MinMemoryNode"][-1]   # 62.50G or 96000M
+        memory = round(value * {"M": 1, "G": 1024, "T": 1024**2}[unit])
+        # 1-1: at least and at most one node (--nodes=1; without it Slurm records "1", a minimum only)
+        assert (job["NumNodes"], job["TresPerJob"], job["NumCPUs"]) == ("1-1", f"gres:gpu:{asked.gpu}",
+                                                                         str(asked.cpus)), (exp, job)
+        assert (job["TimeLimit"], memory) == (limit, asked.mem_mb), (exp, job)
+        assert job["JobState"] == "PENDING", (exp, job)
