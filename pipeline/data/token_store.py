@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -105,10 +105,10 @@ def write_store(lines: Iterable[str], encode, prefix: str | os.PathLike) -> int:
         offsets_out.write(np.zeros(1, OFFSET_DTYPE).tobytes())
         for chunk in chunked(lines, ENCODE_LINES):
             seqs = [encode(line) for line in chunk]
-            lengths = np.fromiter((len(s) for s in seqs), OFFSET_DTYPE, count=len(seqs))
-            ids_out.write(np.fromiter((i for s in seqs for i in s), ID_DTYPE, count=int(lengths.sum())).tobytes())
-            offsets_out.write((total + np.cumsum(lengths)).astype(OFFSET_DTYPE).tobytes())
-            count, total = count + len(seqs), total + int(lengths.sum())
+            ends = total + np.cumsum(np.fromiter((len(s) for s in seqs), OFFSET_DTYPE, count=len(seqs)))
+            ids_out.write(np.fromiter((i for s in seqs for i in s), ID_DTYPE, count=int(ends[-1]) - total).tobytes())
+            offsets_out.write(ends.tobytes())
+            count, total = count + len(seqs), int(ends[-1])
     return count
 
 
@@ -124,15 +124,18 @@ class Pairs:
     src: TokenArray
     tgt: TokenArray
     index: np.ndarray | None = None
+    # the pairs' lengths: from the stores, unless given (select passes its view's)
+    src_lengths: np.ndarray | None = field(default=None, repr=False, compare=False)
+    tgt_lengths: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.src) != len(self.tgt):
             raise PipelineError(f"{self.src.where} / {self.tgt.where}: {len(self.src)} source but {len(self.tgt)} "
                                 "target sequences; expected one target per source")
-        src_lengths, tgt_lengths = self.src.lengths(), self.tgt.lengths()
-        if self.index is not None:
-            src_lengths, tgt_lengths = src_lengths[self.index], tgt_lengths[self.index]
-        self.src_lengths, self.tgt_lengths = src_lengths, tgt_lengths
+        if self.src_lengths is None:
+            self.src_lengths, self.tgt_lengths = self.src.lengths(), self.tgt.lengths()
+            if self.index is not None:
+                self.src_lengths, self.tgt_lengths = self.src_lengths[self.index], self.tgt_lengths[self.index]
 
     @classmethod
     def of(cls, pairs, where: str = "pairs") -> "Pairs":
@@ -157,9 +160,11 @@ class Pairs:
         return self.tgt[self._at(i)]
 
     def select(self, keep: np.ndarray) -> "Pairs":
-        """The pairs at positions `keep` (ascending) of this view."""
+        """The pairs at positions `keep` (ascending) of this view; their lengths are this view's, not recomputed
+        from the stores."""
         keep = np.asarray(keep, np.int64)
-        return Pairs(self.src, self.tgt, keep if self.index is None else self.index[keep])
+        return Pairs(self.src, self.tgt, keep if self.index is None else self.index[keep], self.src_lengths[keep],
+                     self.tgt_lengths[keep])
 
     def lists(self) -> tuple[list[list[int]], list[list[int]]]:
         """(source id lists, target id lists): for small sets only."""
