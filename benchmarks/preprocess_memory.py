@@ -10,6 +10,12 @@ stays flat while --pairs grows is what the streaming steps and the memory-mapped
 
     python benchmarks/preprocess_memory.py --pairs 5000000 --workers 8    # the paper-scale check
     python benchmarks/preprocess_memory.py --quick                         # 20,000 pairs, a smoke test
+
+Training's start-up alone, at sizes past what the text steps can generate here (token stores of random ids written
+directly, ~30 tokens a side, 0.5% of pairs longer than RAN's positions so the length filter works too), prints its
+peak and the bytes it grows by per pair:
+
+    python benchmarks/preprocess_memory.py --startup 1000000 10000000 40000000
 """
 from __future__ import annotations
 
@@ -24,7 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 
 def generate(path: Path, pairs: int, seed: int = 1) -> None:
@@ -63,6 +72,55 @@ TRAIN_SPEC = {"experiment": "startup", "init": None, "seed": 1,
                          "valid_every": 1, "precision": "float32"}}
 
 
+# the same start-up through a RAN model: its 64 positions drop the over-long pairs (the index and its subset)
+RAN_SPEC = {**TRAIN_SPEC, "model": {**TRAIN_SPEC["model"], "enc_self_attn": "ran", "dec_self_attn": "ran",
+                                    "ran_max_len": 64}}
+VOCAB = 8_000
+
+
+def write_random_store(prefix: Path, pairs: int, rng) -> None:
+    """A token store (pipeline.data.token_store's format) of `pairs` random sentences, a million at a time."""
+    from pipeline.data.token_store import ID_DTYPE, OFFSET_DTYPE, store_files
+    ids_path, offsets_path = store_files(prefix)
+    total = 0
+    with open(ids_path, "wb") as ids, open(offsets_path, "wb") as offsets:
+        offsets.write(np.zeros(1, OFFSET_DTYPE).tobytes())
+        for start in range(0, pairs, 1 << 20):
+            lengths = rng.integers(5, 56, min(1 << 20, pairs - start))
+            lengths[rng.random(len(lengths)) < 0.005] = 70
+            ends = total + np.cumsum(lengths, dtype=OFFSET_DTYPE)
+            ids.write(rng.integers(4, VOCAB, int(ends[-1]) - total, dtype=ID_DTYPE).tobytes())
+            offsets.write(ends.tobytes())
+            total = int(ends[-1])
+
+
+def startup(sizes: list[int], output: str | None) -> None:
+    """Peak memory of training's start-up and one update at each corpus size, and its growth per pair."""
+    from pipeline.data.vocab import SPECIALS
+    results = []
+    for pairs in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            d, rng = Path(tmp), np.random.default_rng(pairs)
+            (d / "vocab").write_text("".join(f"{t}\n" for t in [*SPECIALS, *(f"t{i}" for i in range(VOCAB - 4))]))
+            for split, count in (("train", pairs), ("valid", 200)):
+                for side in ("src", "tgt"):
+                    write_random_store(d / f"{split}.{side}", count, rng)
+            stores = [a for split in ("train", "valid") for side in ("src", "tgt")
+                      for a in (f"--{split}-{side}", str(d / f"{split}.{side}"))]
+            result = run_step(["train", "--spec", json.dumps(RAN_SPEC), *stores, "--src-vocab", str(d / "vocab"),
+                               "--tgt-vocab", str(d / "vocab"), "--run-dir", str(d / "run"), "--out-dir",
+                               str(d / "model"), "--curves-dir", str(d / "curves"), "--no-progress"], pairs, 1)
+        results.append({"pairs": pairs, "peak_mb": result["peak_mb"], "seconds": result["seconds"]})
+        if len(results) > 1:
+            first = results[0]
+            results[-1]["bytes_per_pair"] = round((result["peak_mb"] - first["peak_mb"]) * 2**20
+                                                  / (pairs - first["pairs"]), 1)
+        print(" ".join(f"{k}={v}" for k, v in results[-1].items()), flush=True)
+    if output:
+        Path(output).write_text(json.dumps({"step": "train (start-up and one update)", "model": RAN_SPEC["model"],
+                                            "sizes": results}, indent=2) + "\n", encoding="utf-8")
+
+
 def head(src: Path, dst: Path, lines: int) -> None:
     with open(src, encoding="utf-8") as inp, open(dst, "w", encoding="utf-8") as out:
         out.writelines(itertools.islice(inp, lines))
@@ -75,7 +133,11 @@ def main() -> None:
     parser.add_argument("--merges", type=int, default=32_000)
     parser.add_argument("--quick", action="store_true", help="20,000 pairs, 2,000 merges")
     parser.add_argument("--output", help="also write the results here (JSON)")
+    parser.add_argument("--startup", type=int, nargs="+", metavar="PAIRS",
+                        help="only training's start-up, on random token stores of these sizes")
     args = parser.parse_args()
+    if args.startup:
+        return startup(args.startup, args.output)
     if args.quick:
         args.pairs, args.merges = 20_000, 2_000
     with tempfile.TemporaryDirectory() as tmp:

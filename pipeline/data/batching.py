@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from pipeline.data.token_store import BLOCK, index_dtype
 from pipeline.data.vocab import BOS, EOS, PAD
 from pipeline.errors import PipelineError
 
@@ -26,8 +27,57 @@ def _length_order(caller: str, src_lens: Sequence[int], tgt_lens: Sequence[int],
                             "expected one per pair")
     if batch_size < 1:
         raise PipelineError(f"batch_size: got {batch_size}, expected a positive integer ({unit})")
-    src, tgt = np.asarray(src_lens, np.int64), np.asarray(tgt_lens, np.int64)
-    return np.lexsort((src, tgt)), src, tgt  # lexsort is stable: equal lengths keep index order
+    src, tgt = _as_lengths(src_lens), _as_lengths(tgt_lens)
+    return length_order(src, tgt), src, tgt
+
+
+def _as_lengths(lengths: Sequence[int]) -> np.ndarray:
+    """An integer array as it is (the stores' compact lengths are not copied), anything else as int64."""
+    if isinstance(lengths, np.ndarray) and np.issubdtype(lengths.dtype, np.integer):
+        return lengths
+    return np.asarray(lengths, np.int64)
+
+
+MAX_LENGTH_PAIRS = 1 << 22  # distinct (target, source) lengths the counting sort tallies (two int64 counters each)
+
+
+def length_order(src: np.ndarray, tgt: np.ndarray, block: int = BLOCK) -> np.ndarray:
+    """np.lexsort((src, tgt)): pair indices by (target length, source length, index), in index_dtype (4 bytes a
+    pair). A stable counting sort over the distinct length pairs, `block` pairs at a time, so that no array of 8
+    bytes a pair is made (lexsort's int64 result and workspace would triple start-up memory at 40M pairs)."""
+    order = np.empty(len(src), index_dtype(len(src)))
+    if not len(src):
+        return order
+    src_rank, src_kinds = _ranks(src, block)
+    tgt_rank, tgt_kinds = _ranks(tgt, block)
+    kinds = src_kinds * tgt_kinds
+    if kinds > MAX_LENGTH_PAIRS:  # lengths too scattered to tally: sort directly
+        order[:] = np.lexsort((src, tgt))
+        return order
+
+    def keys(start: int) -> np.ndarray:  # rank of each pair's (target length, source length)
+        return tgt_rank[tgt[start : start + block]] * src_kinds + src_rank[src[start : start + block]]
+
+    counts = np.zeros(kinds, np.int64)
+    for start in range(0, len(src), block):
+        counts += np.bincount(keys(start), minlength=kinds)
+    next_slot = np.cumsum(counts) - counts  # where the next pair of each length pair goes
+    for start in range(0, len(src), block):
+        key = keys(start)
+        local = np.argsort(key, kind="stable")
+        sorted_key = key[local]
+        rank_among_equal = np.arange(len(key)) - np.searchsorted(sorted_key, sorted_key)
+        order[next_slot[sorted_key] + rank_among_equal] = local + start
+        next_slot += np.bincount(key, minlength=kinds)
+    return order
+
+
+def _ranks(lengths: np.ndarray, block: int) -> tuple[np.ndarray, int]:
+    """(table: a length -> its rank among the distinct lengths, how many distinct lengths)."""
+    present = np.zeros(int(lengths.max()) + 1, bool)
+    for start in range(0, len(lengths), block):
+        present[lengths[start : start + block]] = True
+    return np.cumsum(present) - 1, int(np.count_nonzero(present))
 
 
 class BatchPlan:
@@ -72,17 +122,17 @@ def token_plan(src_lens: Sequence[int], tgt_lens: Sequence[int], batch_tokens: i
     sentences).
     """
     order, src, tgt = _length_order("token_batches", src_lens, tgt_lens, batch_tokens, "padded tokens per batch")
-    costs = np.maximum(src, tgt)[order] + 1  # batch_cost of each pair, in sorted order
     bounds, size, longest = [0], 0, 0
-    for start in range(0, len(costs), 1 << 20):  # Python ints a block at a time
-        for pos, cost in enumerate(costs[start : start + (1 << 20)].tolist(), start):
+    for start in range(0, len(order), BLOCK):  # batch_cost of each pair in sorted order, as Python ints, by block
+        pairs = order[start : start + BLOCK]
+        for pos, cost in enumerate((np.maximum(src[pairs], tgt[pairs]).astype(np.int64) + 1).tolist(), start):
             if size and max(longest, cost) * (size + 1) > batch_tokens:
                 bounds.append(pos)
                 size, longest = 0, 0
             size += 1
             longest = max(longest, cost)
     if size:
-        bounds.append(len(costs))
+        bounds.append(len(order))
     return BatchPlan(order, np.asarray(bounds, np.int64))
 
 

@@ -11,7 +11,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from pipeline.fileio import atomic_open, iter_lines
 ID_DTYPE, OFFSET_DTYPE = np.dtype("<i4"), np.dtype("<i8")
 STORE_SUFFIXES = (".ids", ".offsets")
 ENCODE_LINES = 50_000  # lines encoded per chunk while writing
+BLOCK = 1 << 20  # sentences a pass over a whole corpus handles at a time (bounded temporaries)
 
 
 def store_files(prefix: str | os.PathLike) -> tuple[Path, Path]:
@@ -77,8 +78,29 @@ class TokenArray:
         return self.ids[self.offsets[i] : self.offsets[i + 1]]
 
     def lengths(self) -> np.ndarray:
-        """Every sequence's length (int32)."""
-        return np.diff(self.offsets).astype(np.int32)
+        """Every sequence's length: uint16 (2 bytes a sentence) while all are under 65,535 (a length + 1 still fits),
+        else int32. A store's offsets are read from its file a block at a time, not through the map, so that they
+        do not join the process's resident memory."""
+        out, done = np.empty(len(self), np.uint16), 0
+        for block in self._length_blocks():
+            if out.dtype == np.uint16 and len(block) and block.max() >= np.iinfo(np.uint16).max:
+                out = out.astype(np.int32)
+            out[done : done + len(block)] = block
+            done += len(block)
+        return out
+
+    def _length_blocks(self) -> Iterator[np.ndarray]:
+        """The lengths (int64), BLOCK sequences at a time."""
+        if self.files is None:
+            for start in range(0, len(self), BLOCK):
+                yield np.diff(self.offsets[start : start + BLOCK + 1])
+            return
+        with open(self.files[1], "rb") as handle:
+            previous = np.frombuffer(handle.read(OFFSET_DTYPE.itemsize), OFFSET_DTYPE)[0]
+            while block := handle.read(BLOCK * OFFSET_DTYPE.itemsize):
+                ends = np.frombuffer(block, OFFSET_DTYPE)
+                yield np.diff(ends, prepend=previous)
+                previous = ends[-1]
 
     def digest(self) -> str:
         """sha256 of the offsets' bytes, then the ids'. A store's files are read in blocks, not through the map, so
@@ -162,7 +184,7 @@ class Pairs:
     def select(self, keep: np.ndarray) -> "Pairs":
         """The pairs at positions `keep` (ascending) of this view; their lengths are this view's, not recomputed
         from the stores."""
-        keep = np.asarray(keep, np.int64)
+        keep = np.asarray(keep, index_dtype(len(self.src)))
         return Pairs(self.src, self.tgt, keep if self.index is None else self.index[keep], self.src_lengths[keep],
                      self.tgt_lengths[keep])
 
@@ -176,5 +198,21 @@ class Pairs:
         hasher.update(len(self).to_bytes(8, "little"))
         for part in (self.src.digest(), self.tgt.digest()):
             hasher.update(part.encode())
-        if self.index is not None:
-            hasher.update(np.ascontiguousarray(self.index, np.int64).tobytes())
+        if self.index is not None:  # as int64, whatever the index's own type, a block at a time
+            for start in range(0, len(self.index), BLOCK):
+                hasher.update(self.index[start : start + BLOCK].astype(np.int64).tobytes())
+
+
+def index_dtype(count: int) -> np.dtype:
+    """The type of an index into `count` sentences: int32 (4 bytes a sentence) while it fits."""
+    return np.dtype(np.int32 if count < 2**31 else np.int64)
+
+
+def positions(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero(mask) in index_dtype, found a block at a time (no int64 array of the mask's size)."""
+    out, done = np.empty(int(np.count_nonzero(mask)), index_dtype(len(mask))), 0
+    for start in range(0, len(mask), BLOCK):
+        found = np.flatnonzero(mask[start : start + BLOCK]) + start
+        out[done : done + len(found)] = found
+        done += len(found)
+    return out

@@ -5,10 +5,8 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-import numpy as np
-
 from pipeline.cpu_math import code_path
-from pipeline.data.token_store import Pairs
+from pipeline.data.token_store import Pairs, positions
 from pipeline.errors import PipelineError
 from pipeline.precision import resolve
 from pipeline.recipe import Recipe
@@ -80,7 +78,7 @@ def within_length(pairs: Pairs, limit: int | None) -> tuple[Pairs, int]:
     """
     if limit is None:
         return pairs, 0
-    keep = np.flatnonzero((pairs.src_lengths + 1 <= limit) & (pairs.tgt_lengths + 1 <= limit))
+    keep = positions((pairs.src_lengths < limit) & (pairs.tgt_lengths < limit))  # length + 1 <= limit
     if not len(keep):
         raise PipelineError(f"no sentence pair fits the model's {limit} positions; expected shorter sentences")
     if len(keep) == len(pairs):

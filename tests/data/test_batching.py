@@ -1,10 +1,12 @@
 """Token and sentence batching, padding and the (src, tgt_in, tgt_out) triple."""
 import random
 
+import numpy as np
 import pytest
 import torch
 
-from pipeline.data.batching import batch_cost, make_batch, pad, sentence_batches, token_batches
+from pipeline.data import batching
+from pipeline.data.batching import batch_cost, length_order, make_batch, pad, sentence_batches, token_batches
 from pipeline.errors import PipelineError
 
 
@@ -108,3 +110,20 @@ def test_pad_and_make_batch_values():
     assert src.tolist() == [[5, 6, 2], [7, 2, 0]]
     assert tgt_in.tolist() == [[1, 8, 0, 0], [1, 9, 10, 11]]
     assert tgt_out.tolist() == [[8, 2, 0, 0], [9, 10, 11, 2]]
+
+
+@pytest.mark.parametrize("block", [1, 5, 64, 1 << 20])
+def test_the_counting_sort_orders_as_lexsort_in_int32(block):
+    rng = np.random.default_rng(block)
+    for _ in range(40):
+        n, top = int(rng.integers(0, 400)), int(rng.choice([1, 4, 50, 3000]))
+        src, tgt = (rng.integers(0, top, n).astype(np.int32) for _ in range(2))
+        order = length_order(src, tgt, block)
+        assert order.dtype == np.int32 and order.tolist() == np.lexsort((src, tgt)).tolist()
+
+
+def test_lengths_too_scattered_to_tally_are_sorted_directly(monkeypatch):
+    monkeypatch.setattr(batching, "MAX_LENGTH_PAIRS", 3)
+    src, tgt = np.array([5, 1, 5, 2, 1], np.int32), np.array([2, 2, 1, 2, 1], np.int32)
+    order = length_order(src, tgt, 2)
+    assert order.dtype == np.int32 and order.tolist() == [4, 2, 1, 3, 0]

@@ -38,6 +38,8 @@ def test_the_store_holds_each_lines_ids_across_chunks(text, tmp_path, monkeypatc
     assert all(store[i].tolist() == vocab.encode(line) for i, line in enumerate(lines))
     assert UNK in store.ids and store.ids.dtype == np.dtype("<i4")
     assert store.lengths().tolist() == [len(line.split()) for line in lines]
+    monkeypatch.setattr(token_store, "BLOCK", 999)  # the lengths read from the offsets file across blocks
+    assert store.lengths().tolist() == [len(line.split()) for line in lines] and store.lengths().dtype == np.uint16
     assert isinstance(store.ids, np.memmap)  # mapped, not read in
     # the same digest whether the store is mapped from its files or built in memory
     assert store.digest() == TokenArray.from_lists([vocab.encode(line) for line in lines]).digest()
@@ -102,3 +104,31 @@ def test_pairs_select_a_subset_and_their_digest_tells_data_apart():
     assert digest(pairs) == digest(Pairs.of(([[4, 5], [6], [7, 8, 9]], [[10], [11, 12], []])))
     with pytest.raises(PipelineError, match="train: 2 source but 1 target sequences"):
         Pairs.of(([[4], [5]], [[6]]), "train")
+
+
+def test_an_int32_index_keeps_the_run_keys_digest_and_positions_match_flatnonzero(monkeypatch):
+    monkeypatch.setattr(token_store, "BLOCK", 7)  # many blocks, the last one short
+    rng = np.random.default_rng(3)
+    pairs = Pairs.of(([[1] * int(n) for n in rng.integers(0, 9, 100)], [[2] * int(n) for n in rng.integers(0, 9, 100)]))
+    mask = (pairs.src_lengths < 5) & (pairs.tgt_lengths < 6)
+    keep = token_store.positions(mask)
+    assert keep.dtype == np.int32 and keep.tolist() == np.flatnonzero(mask).tolist()
+    subset = pairs.select(keep)
+    assert subset.index.dtype == np.int32
+    # the digest hashes the index as int64 bytes (what run keys held before the index became int32)
+    old = hashlib.sha256()
+    old.update(len(subset).to_bytes(8, "little"))
+    for part in (pairs.src.digest(), pairs.tgt.digest()):
+        old.update(part.encode())
+    old.update(np.flatnonzero(mask).astype(np.int64).tobytes())
+    new = hashlib.sha256()
+    subset.digest(new)
+    assert new.hexdigest() == old.hexdigest()
+
+
+def test_lengths_take_two_bytes_until_one_reaches_65535(monkeypatch):
+    monkeypatch.setattr(token_store, "BLOCK", 2)
+    short = TokenArray.from_lists([[5] * 3, [], [6] * 65_534])
+    assert short.lengths().dtype == np.uint16 and short.lengths().tolist() == [3, 0, 65_534]
+    long = TokenArray.from_lists([[5] * 3, [], [6], [7] * 65_535, [8]])  # found in the second block
+    assert long.lengths().dtype == np.int32 and long.lengths().tolist() == [3, 0, 1, 65_535, 1]
