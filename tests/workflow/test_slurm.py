@@ -15,7 +15,8 @@ import torch
 
 from pipeline.config import load_params
 from sentences import corpus, noisy
-from workspace import ROOT, TABLE, TOY_HAO2019, env, make_workspace, project_params, read_table, run, toy_params
+from workspace import (ROOT, TABLE, TOY_HAO2019, env, make_workspace, project_params, read_table, run, toy_params,
+                       write_params)
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 CLUSTER = ROOT / "tests" / "cluster"
@@ -43,9 +44,15 @@ def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster):
     paper["recipes"]["toy"]["resources"]["gpu"] = 1   # scheduled on the cluster's (fake) GPU
     ws = make_workspace(tmp_path / "ws", papers={"hao2019": paper})
     assert (ws / "slurm").resolve() == (ws / "workflows/profiles/slurm").resolve()
+    # the corpora prepared here (22 short jobs that would take Slurm's submit-and-poll cycle each); the data rules'
+    # submission is the same plugin path, and the paper-command test below submits its fetch through Slurm
+    run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/tiny/data/zh-en/ready",
+         "artifacts/tiny/data/en-de/ready"], ws)
 
     # the literal command of the README, with a hard kill as a safety net
-    run(["timeout", "-s", "KILL", "1500", "snakemake", TABLE, "--profile", "slurm"], ws, timeout=1600)
+    proc = run(["timeout", "-s", "KILL", "1500", "snakemake", TABLE, "--profile", "slurm"], ws, timeout=1600)
+    submitted = re.findall(r"submitted with SLURM jobid \d+ \(log: \S*/rule_(\w+)/", proc.stdout + proc.stderr)
+    assert {"train", "translate", "score"} <= set(submitted), submitted
 
     rows = read_table(ws / TABLE)
     assert len([r for r in rows if r["Zh-En BLEU (ours)"]]) == 2
@@ -57,28 +64,33 @@ def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster):
         assert env["cuda_visible_devices"] == gpus, (exp, env)
 
 
-def _train_steps_per_second(path) -> float:
-    """Toy training's speed on this machine now: 1000 updates through the local profile."""
+def _train_steps_per_second(ws) -> float:
+    """Toy training's speed on this machine now: 400 updates of ende-base through the local profile (its run and
+    model are removed afterwards)."""
     paper = copy.deepcopy(TOY_HAO2019)
-    paper["recipes"]["toy"].update(max_steps=1000, checkpoint_every=500, valid_every=1000)
-    ws = make_workspace(path, papers={"hao2019": paper})
+    paper["recipes"]["toy"].update(max_steps=400, checkpoint_every=400, valid_every=400)
+    write_params(ws, toy_params(), {"hao2019": paper})
     run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/tiny/models/ende-base/model.pt"], ws)
-    return json.loads((ws / "artifacts/tiny/models/ende-base/train.json").read_text())["steps_per_s"]
+    speed = json.loads((ws / "artifacts/tiny/models/ende-base/train.json").read_text())["steps_per_s"]
+    for done in ("runs", "models", "curves"):
+        shutil.rmtree(ws / "artifacts/tiny" / done / "ende-base")
+    return speed
 
 
 def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_path, slurm_cluster):
-    """A toy run of about 200 s of updates with 1-minute jobs (max_job_minutes: 1): each job stops at Slurm's time
+    """A toy run of about 170 s of updates with 1-minute jobs (max_job_minutes: 1): each job stops at Slurm's time
     limit, Snakemake submits it again (the train rule's retries) and it resumes from the last checkpoint, until the
     run is done; its weights are bitwise those of the same run trained in one go."""
-    steps = max(2000, round(_train_steps_per_second(tmp_path / "speed") * 200 / 500) * 500)
-    paper = copy.deepcopy(TOY_HAO2019)
-    paper["recipes"]["toy"].update(max_steps=steps, checkpoint_every=500, valid_every=steps)
-    paper["recipes"]["toy"]["resources"]["runtime"] = 8   # the whole run's minutes: up to 8 one-minute slices
-    shared = toy_params(max_job_minutes=1)
+    paper, shared = copy.deepcopy(TOY_HAO2019), toy_params(max_job_minutes=1)
     sliced, whole = (make_workspace(tmp_path / name, shared, {"hao2019": paper}) for name in ("sliced", "whole"))
     model = "artifacts/tiny/models/ende-base/model.pt"
     for ws in (sliced, whole):
         run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/tiny/data/en-de/ready"], ws)
+    steps = max(1500, round(_train_steps_per_second(whole) * 170 / 500) * 500)  # 3 slices of ~60 s
+    paper["recipes"]["toy"].update(max_steps=steps, checkpoint_every=500, valid_every=steps)
+    paper["recipes"]["toy"]["resources"]["runtime"] = 8   # the whole run's minutes: up to 8 one-minute slices
+    for ws in (sliced, whole):
+        write_params(ws, shared, {"hao2019": paper})
     one_go = subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local", model], cwd=whole, env=env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
