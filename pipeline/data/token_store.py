@@ -31,6 +31,21 @@ def store_files(prefix: str | os.PathLike) -> tuple[Path, Path]:
     return ids, offsets
 
 
+def index_dtype(count: int) -> np.dtype:
+    """The type of an index into `count` sentences: int32 (4 bytes a sentence) while it fits."""
+    return np.dtype(np.int32 if count < 2**31 else np.int64)
+
+
+def positions(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero(mask) in index_dtype, found a block at a time (no int64 array of the mask's size)."""
+    out, done = np.empty(int(np.count_nonzero(mask)), index_dtype(len(mask))), 0
+    for start in range(0, len(mask), BLOCK):
+        found = np.flatnonzero(mask[start : start + BLOCK]) + start
+        out[done : done + len(found)] = found
+        done += len(found)
+    return out
+
+
 def _mapped(path: Path, dtype: np.dtype) -> np.ndarray:
     """The file as a read-only array (an empty file as an empty array: numpy cannot map zero bytes)."""
     size = path.stat().st_size
@@ -202,17 +217,3 @@ class Pairs:
             for start in range(0, len(self.index), BLOCK):
                 hasher.update(self.index[start : start + BLOCK].astype(np.int64).tobytes())
 
-
-def index_dtype(count: int) -> np.dtype:
-    """The type of an index into `count` sentences: int32 (4 bytes a sentence) while it fits."""
-    return np.dtype(np.int32 if count < 2**31 else np.int64)
-
-
-def positions(mask: np.ndarray) -> np.ndarray:
-    """np.flatnonzero(mask) in index_dtype, found a block at a time (no int64 array of the mask's size)."""
-    out, done = np.empty(int(np.count_nonzero(mask)), index_dtype(len(mask))), 0
-    for start in range(0, len(mask), BLOCK):
-        found = np.flatnonzero(mask[start : start + BLOCK]) + start
-        out[done : done + len(found)] = found
-        done += len(found)
-    return out

@@ -236,7 +236,12 @@ class Trainer:
             self.log.log(s.step, values)
             bleu = f", BLEU {values['valid/bleu']:.2f}" if "valid/bleu" in values else ""
             self.log.report(s.step, s.tokens, f"valid nll {nll:.2f} (loss {loss:.3f}, ppl {math.exp(min(nll, 50)):.1f}"
-                                              f"{bleu}), train loss {s.last_train[0]:.3f}, epoch {s.epoch + 1}")
+                                              f"{bleu}){self._train_loss(', ')}, epoch {s.epoch + 1}")
+
+    def _train_loss(self, before: str = "") -> str:
+        """The last logged window's training loss for a progress line; nothing before the first window."""
+        loss = self.state.last_train[0]
+        return "" if math.isnan(loss) else f"{before}train loss {loss:.3f}"
 
     def _log_window(self) -> None:
         s = self.state
@@ -262,7 +267,7 @@ class Trainer:
             batches = self._batches(s.epoch)
             while s.position < len(batches) and not (r.max_steps and s.step >= r.max_steps):
                 if self.log:  # the previous step's line, if due (the last step's comes with the final validation)
-                    self.log.tick(s.step, s.tokens, f"train loss {s.last_train[0]:.3f}")
+                    self.log.tick(s.step, s.tokens, self._train_loss())
                 began = time.perf_counter()
                 loss, nll, tokens = self.train_step(batches[s.position])
                 s.position += 1

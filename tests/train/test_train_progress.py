@@ -26,7 +26,9 @@ def progress_lines(err: str) -> list[dict]:
 def test_a_line_every_interval_and_at_each_validation_up_to_max_steps(toy, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(curves, "PROGRESS_EVERY_S", 0.0)  # every update is due
     summary, _ = toy_fit(toy, tmp_path)  # 30 steps, validation every 3
-    lines = progress_lines(capsys.readouterr().err)
+    err = capsys.readouterr().err
+    lines = progress_lines(err)
+    assert "nan" not in err
     assert [line["step"] for line in lines] == list(range(1, 31))  # one a step: validation steps are not doubled
     assert {line["total"] for line in lines} == {30}
     assert [line["percent"] for line in lines] == [round(100 * step / 30) for step in range(1, 31)]
@@ -41,7 +43,9 @@ def test_a_line_every_interval_and_at_each_validation_up_to_max_steps(toy, tmp_p
     validations = [line for line in lines if line["detail"].startswith("valid nll")]
     assert [line["step"] for line in validations] == list(range(3, 31, 3))
     assert [line["detail"].split()[2] for line in validations] == [f"{nll[step]:.2f}" for step in range(3, 31, 3)]
-    assert all(line["detail"].startswith("train loss ") for line in lines if line not in validations)
+    # a training loss from the first logged window (log_every 3) on; none before it (it was "train loss nan")
+    assert [line["detail"] for line in lines[:2]] == ["", ""]
+    assert all(line["detail"].startswith("train loss ") for line in lines[2:] if line not in validations)
 
 
 def test_a_last_step_off_the_validation_cadence_logs_once(toy, tmp_path, monkeypatch, capsys):
