@@ -6,7 +6,8 @@ model's file (save_model), damaged (damage), and a vocabulary file of any size (
 import torch
 import torch.nn.functional as F
 
-from pipeline.data.batching import make_batch, token_batches
+from pipeline.data.batch_plan import token_batches
+from pipeline.data.batching import make_batch
 from pipeline.data.vocab import EOS, PAD
 from pipeline.errors import PipelineError
 from pipeline.models import build_model, validate_model

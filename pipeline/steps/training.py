@@ -51,7 +51,8 @@ def weights_code(model_spec: dict) -> dict[str, str]:
 
 @register_step("train", TrainArgs, rules=("train",), stage="train",
                code=("pipeline.train", "pipeline.recipe", "pipeline.checkpoint", "pipeline.models.registry",
-                     "pipeline.data.vocab", "pipeline.data.batching", "pipeline.data.token_store"),
+                     "pipeline.data.vocab", "pipeline.data.batching", "pipeline.data.batch_plan",
+                     "pipeline.data.token_store"),
                help="train one system (resumes from its run directory)")
 def train(args: TrainArgs) -> None:
     import torch

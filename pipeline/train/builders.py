@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from pipeline.data.batching import BatchPlan, sentence_plan, token_plan
+from pipeline.data.batch_plan import BatchPlan, sentence_plan, token_plan
 from pipeline.errors import PipelineError
 from pipeline.recipe import Recipe
 

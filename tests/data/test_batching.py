@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.data import batching
-from pipeline.data.batching import batch_cost, length_order, make_batch, pad, sentence_batches, token_batches
+from pipeline.data import batch_plan
+from pipeline.data.batch_plan import batch_cost, length_order, sentence_batches, token_batches
+from pipeline.data.batching import make_batch, pad
 from pipeline.errors import PipelineError
 
 
@@ -123,7 +124,7 @@ def test_the_counting_sort_orders_as_lexsort_in_int32(block):
 
 
 def test_lengths_too_scattered_to_tally_are_sorted_directly(monkeypatch):
-    monkeypatch.setattr(batching, "MAX_LENGTH_PAIRS", 3)
+    monkeypatch.setattr(batch_plan, "MAX_LENGTH_PAIRS", 3)
     src, tgt = np.array([5, 1, 5, 2, 1], np.int32), np.array([2, 2, 1, 2, 1], np.int32)
     order = length_order(src, tgt, 2)
     assert order.dtype == np.int32 and order.tolist() == [4, 2, 1, 3, 0]

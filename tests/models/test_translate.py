@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from model_variants import damage, save_model, save_vocab
-from pipeline.data.batching import encode_source, make_batch, pad, token_batches
+from pipeline.data.batch_plan import token_batches
+from pipeline.data.batching import encode_source, make_batch, pad
 from pipeline.data.synthetic import synthetic_pairs
 from pipeline.data.vocab import PAD, Vocab
 from pipeline.errors import PipelineError
