@@ -25,6 +25,8 @@ class TrainArgs:
     curves_dir: str = arg()
     init: str | None = arg(None, help="model.pt of the system to start from")
     no_progress: bool = arg(False)
+    attempt: int = arg(1, help="Snakemake's attempt of this job: a retry (> 1) finds a run finished by an earlier "
+                               "attempt whose job failed after (e.g. at its time limit) and writes its outputs again")
 
 
 def weights_files(model_spec: dict) -> list[str]:
@@ -75,5 +77,6 @@ def train(args: TrainArgs) -> None:
     meta = {"experiment": spec["experiment"], "model": spec["model"], "init": args.init,
             "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "code": weights_code(spec["model"])}
     summary = fit(model, train_data, valid, recipe, run_dir=Path(args.run_dir), out_dir=Path(args.out_dir),
-                  curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress)
+                  curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress,
+                  retry=args.attempt > 1)
     print(json.dumps({k: summary[k] for k in ("steps", "epochs", "final_valid_nll", "kept") if k in summary}))

@@ -20,7 +20,7 @@ META_KEYS = ("model", "src_vocab_size", "tgt_vocab_size")
 
 def fit(model, train: Pairs | tuple[list[list[int]], list[list[int]]],
         valid: Pairs | tuple[list[list[int]], list[list[int]]], recipe: Recipe, *, run_dir: Path, out_dir: Path, curves_dir: Path, meta: dict,
-        init_state: dict | None = None, progress: bool = True) -> dict:
+        init_state: dict | None = None, progress: bool = True, retry: bool = False) -> dict:
     """Train `model` on id sequences (no BOS/EOS: token stores' Pairs, or id lists) as `recipe` says; write out_dir/{model.pt,train.json} and the
     learning curves to curves_dir (train/{loss,nll,lr}.tsv, valid/{loss,nll,ppl}.tsv, valid/bleu.tsv with keep:
     best_bleu).
@@ -30,7 +30,8 @@ def fit(model, train: Pairs | tuple[list[list[int]], list[list[int]]],
     train.json "kept" says which step(s)), and `model` holds them on return. Checkpoints go to run_dir (last.pt,
     best.pt, best_bleu.pt, average/); an existing run_dir/last.pt is resumed (bitwise exact on the same world size
     and device), one written by a different model/recipe/code/data is refused with a PipelineError; a COMPLETE run is
-    continued only when the recipe asks for more updates, else set aside and trained afresh (restart_policy).
+    continued only when the recipe asks for more updates, else set aside and trained afresh (restart_policy); on a
+    retry of the job that finished it (retry), it is finished again from its checkpoint.
     <run_dir>.lock is held while training (one trainer per run). init_state: weights to start
     from (fine-tuning; train.json lists the parameters left fresh). recipe.precision is resolved for the device
     (pipeline.precision) and kept as meta["precision"]: part of the run key, in train.json and in model.pt, whose
@@ -52,7 +53,7 @@ def fit(model, train: Pairs | tuple[list[list[int]], list[list[int]]],
             stack.enter_context(run_lock(run_dir))
         key = run_key(meta, recipe, train, valid)
         if dist_.main:
-            why = restart_policy(run_dir, key, recipe)
+            why = restart_policy(run_dir, key, recipe, retry)
             if why:
                 print(f"{run_dir}: finished run not reused, training afresh ({why})", file=sys.stderr)
         dist_.barrier()

@@ -147,9 +147,11 @@ def _continues(progress: dict, recipe: Recipe) -> bool:
     return (progress["epoch"], progress["position"]) < (recipe.max_epochs, 0)
 
 
-def restart_policy(run_dir: Path, key: dict, recipe: Recipe) -> str | None:
+def restart_policy(run_dir: Path, key: dict, recipe: Recipe, retry: bool = False) -> str | None:
     """Set aside a run_dir marked COMPLETE unless this run continues it (same run key, the recipe asks for more
-    updates); return why it was set aside and where, or None.
+    updates) or is a retry of the job that finished it (retry: the job failed after its run wrote its outputs, e.g.
+    at a time limit, and the scheduler removed them; the run is finished again from its last checkpoint, not
+    trained afresh); return why it was set aside and where, or None.
 
     A finished run asked for again (its outputs deleted by `--force`/`--forcerun`, or a model, trainer or recipe
     change) is trained from scratch, never silently reused. A kept COMPLETE marker is removed: until this fit
@@ -167,7 +169,7 @@ def restart_policy(run_dir: Path, key: dict, recipe: Recipe) -> str | None:
             why = f"training state format {ckpt.get('format')!r}, expected {STATE_FORMAT}"
         else:
             why = "; ".join(_differences(ckpt["run_key"], key)) or _beyond(ckpt["progress"], recipe)
-            if not why and not _continues(ckpt["progress"], recipe):
+            if not why and not retry and not _continues(ckpt["progress"], recipe):
                 why = f"finished at step {ckpt['progress']['step']} and asked for again (a forced rerun)"
     if why:
         return f"{why}; set aside in {set_aside(run_dir)}"

@@ -18,7 +18,7 @@ from pipeline.errors import PipelineError
 from pipeline.models.registry import build_model, count_parameters, init_from
 from pipeline.recipe import Recipe
 from pipeline.train import CurveLog, fit, seed_everything
-from train_helpers import equal_weights, read_curve, toy_fit
+from train_helpers import TOY_RECIPE, Aligned, equal_weights, read_curve, toy_fit
 
 
 def _model(spec: dict, vocab_size: int):
@@ -42,6 +42,22 @@ def test_a_finished_run_asked_for_again_is_set_aside_and_trained_from_scratch(to
     assert equal_weights(model.state_dict(), model2.state_dict())   # deterministic: the same weights, trained again
     (old,) = _set_aside(tmp_path)    # the finished run is kept aside, not deleted
     assert (old / "COMPLETE").is_file() and (old / "last.pt").is_file()
+    assert (tmp_path / "run" / "COMPLETE").is_file()
+
+
+def test_a_retry_of_the_job_that_finished_a_run_writes_its_outputs_again_without_training(toy, tmp_path):
+    # Slurm stopped a job at its time limit after its run had written its outputs and COMPLETE; Snakemake removed
+    # the outputs of the failed job and retried it: the retry finishes the run from its checkpoint (it trained it
+    # from scratch again before, a whole run lost at paper scale)
+    toy_fit(toy, tmp_path, max_steps=6)
+    written = {path: (tmp_path / path).read_bytes() for path in ("out/model.pt", "curves/valid/nll.tsv")}
+    for outputs in ("out", "curves"):
+        shutil.rmtree(tmp_path / outputs)
+    again = fit(Aligned(toy["V"]), toy["train"], toy["valid"], Recipe(**{**TOY_RECIPE, "max_steps": 6}),
+                run_dir=tmp_path / "run", out_dir=tmp_path / "out", curves_dir=tmp_path / "curves", meta=toy["meta"],
+                progress=False, retry=True)
+    assert (again["resumed_from_step"], again["steps"]) == (6, 6) and not _set_aside(tmp_path)
+    assert {path: (tmp_path / path).read_bytes() for path in written} == written
     assert (tmp_path / "run" / "COMPLETE").is_file()
 
 

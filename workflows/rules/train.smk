@@ -85,6 +85,8 @@ rule train:
         gpu=recipe_resources("gpu"),
         runtime=job_minutes,
         mem_mb=recipe_resources("mem_mb"),
+        attempt=lambda wc, attempt: attempt,  # a retry finishes a run its earlier attempt finished (not a param:
+                                              # a params change would retrain)
     log:
         f"{R}/logs/train/{{exp}}.log",
     shell:
@@ -92,4 +94,5 @@ rule train:
         "{params.stores} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "
         "--run-dir {params.run_dir} --out-dir {params.out_dir} --curves-dir {params.curves_dir} --no-progress "
+        "--attempt {resources.attempt} "
         "2>&1 | tee {log}"  # progress lines in the job log and on the terminal
