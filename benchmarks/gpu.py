@@ -128,7 +128,7 @@ def measure_training(params, experiment: str, args, device, work: Path) -> tuple
                "target_tokens_per_s": round(tokens / seconds), "updates_per_s": round((len(batches) - args.warmup)
                                                                                        / seconds, 3),
                "peak_mb": peak_mb(device), "model_tflops": round(6 * n_params * tokens / seconds / 1e12, 2)}
-    return figures, batches, pairs, trainer.model
+    return figures, batches, pairs, trainer
 
 
 def measure_search(model, decoding: dict, vocab_size: int, args, precision: str) -> dict:
@@ -220,6 +220,31 @@ def measure_peer(spec: dict, batches: list, pairs, vocab_size: int, args, device
     return {"train": train, "generate": generate}
 
 
+def profile(trainer, batches: list, model, decoding: dict, vocab_size: int, args, precision: str, path: str) -> None:
+    """torch.profiler tables of three training updates and one search batch, by device and by host time, with
+    the count of host-device synchronisations: where a speed-up must start."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    device = next(model.parameters()).device
+    args = argparse.Namespace(**{**vars(args), "sentences": args.batch_size})
+    sections = []
+    for name, work in (("train 3 updates", lambda: [trainer.train_step(b) for b in batches[:3]]),
+                       ("search 1 batch", lambda: measure_search(model, decoding, vocab_size, args, precision))):
+        synchronize(device)
+        with torch_profile(activities=activities) as prof:
+            work()
+            synchronize(device)
+        table = prof.key_averages()
+        syncs = sum(e.count for e in table if "Synchronize" in e.key or "Memcpy" in e.key or e.key == "aten::item")
+        sections.append(f"== {name}: {sum(e.count for e in table)} events, {syncs} sync/copy/item calls\n"
+                        + table.table(sort_by="self_cuda_time_total" if len(activities) > 1 else "self_cpu_time_total",
+                                      row_limit=35, max_name_column_width=60)
+                        + table.table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
+    Path(path).write_text("\n".join(sections), encoding="utf-8")
+
+
 def line(prefix: str, figures: dict) -> None:
     print(prefix + " " + " ".join(f"{k}={v}" for k, v in figures.items()), flush=True)
 
@@ -235,6 +260,7 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip transformers' MarianMTModel")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bfloat16 peak (default: by its name)")
     parser.add_argument("--output", help="also write the results here (JSON)")
+    parser.add_argument("--profile", help="write torch.profiler tables of the first family's updates and search here")
     args = parser.parse_args()
     import torch
 
@@ -253,7 +279,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for family in args.families:
             experiment, decoding, peer = FAMILIES[family]
-            figures, batches, pairs, model = measure_training(params, experiment, args, device, Path(tmp))
+            figures, batches, pairs, trainer = measure_training(params, experiment, args, device, Path(tmp))
+            model = trainer.model
             if peak and device.type == "cuda":
                 figures["share_of_peak"] = round(figures["model_tflops"] / peak, 3)
             results["train"][family] = {"experiment": experiment, **figures}
@@ -262,6 +289,8 @@ def main() -> None:
             vocab_size = corpus.vocab_size or corpus.bpe_merges
             results["search"][family] = measure_search(model, decoding, vocab_size, args, figures["precision"])
             line(f"search family={family}", results["search"][family])
+            if args.profile and family == args.families[0]:
+                profile(trainer, batches, model, decoding, vocab_size, args, figures["precision"], args.profile)
             if peer and not args.no_peer:
                 results["peer"][family] = measure_peer(params.model_spec(experiment), batches, pairs, vocab_size, args, device,
                                                        figures["precision"])
@@ -269,11 +298,11 @@ def main() -> None:
                 results["peer"][family]["name"] = f"transformers {transformers.__version__} MarianMTModel"
                 line(f"peer family={family} train", results["peer"][family]["train"])
                 line(f"peer family={family} generate", results["peer"][family]["generate"])
-            del model, batches, pairs
+            del model, trainer, batches, pairs
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-    if args.output:
-        Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+            if args.output:  # after each family: a run stopped at its time limit keeps what it measured
+                Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -66,13 +66,15 @@ def prepare(params, experiment: str, folder: Path, sentences: int, seed: int = 1
     return {name: str(folder / name) for name in ("model.pt", "vocab.src", "vocab.tgt", "test.src", "test.tgt")}
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
-    """Run one step; (wall seconds, its stderr)."""
+def timed(argv: list[str]) -> tuple[float | None, str]:
+    """Run one step; (wall seconds, its stderr), seconds None if it failed (its stderr's end is printed)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pipeline", *argv], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": path})
     if proc.returncode != 0:
-        raise SystemExit(f"{argv[0]} failed:\n{proc.stderr[-3000:]}")
+        print(f"{argv[0]} failed:\n{proc.stderr[-3000:]}", file=sys.stderr, flush=True)
+        return None, proc.stderr
     return time.perf_counter() - start, proc.stderr
 
 
@@ -108,7 +110,7 @@ def main() -> None:
                                       "--input", files["test.src"], "--output", str(folder / "test.hyp"),
                                       "--lang", "en", "--no-progress"])
                 search = re.search(r"translated \d+ sentences in ([\d.]+)s", log)
-                runs.append({"step": "translate", "seconds": round(seconds, 2),
+                runs.append({"step": "translate", "seconds": seconds and round(seconds, 2),
                              "search_s": float(search.group(1)) if search else None})
             for kind, settings in analyses.items():
                 context = {"decoding": {"length": "penalty", "length_penalty": 0.6, "max_len_a": 1.2,
@@ -118,13 +120,13 @@ def main() -> None:
                 seconds, _ = timed([kind.replace("_", "-"), "--settings", json.dumps(settings), "--inputs",
                                     json.dumps(inputs), "--context", json.dumps(context), "--output",
                                     str(folder / f"{kind}.json")])
-                runs.append({"step": kind, "seconds": round(seconds, 2)})
+                runs.append({"step": kind, "seconds": seconds and round(seconds, 2)})
             for run in runs:
                 run = {"family": family, "experiment": experiment, **run}
                 results["steps"].append(run)
                 print(" ".join(f"{k}={v}" for k, v in run.items()), flush=True)
-    if args.output:
-        Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+            if args.output:  # after each family: a run stopped at its time limit keeps what it measured
+                Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
