@@ -8,15 +8,17 @@ newstest-like lengths, cut into the recipe's batches by the trainer's own batchi
 (`Trainer.train_step`: batch to the device, forward, loss, backward, clip, optimizer) timed over --steps updates
 after --warmup. Printed: target tokens/s (EOS included), updates/s, peak GPU memory, and model FLOP/s by 6·N·T
 (N: every parameter, embeddings and output projection included, tied ones once; T: target tokens a second) with
-its share of the GPU's dense bfloat16 peak (--peak-tflops, else PEAK_TFLOPS by the device's name).
+its share of the GPU's dense bfloat16 peak (--peak-tflops, else PEAK_TFLOPS by the device's name); then the same
+updates again (seen_shapes_tokens_per_s: what is left once every batch shape has been met).
 
 Search: `pipeline.translate.translate_lines` (encode, length-sorted batches of --batch-size, beam search, decode)
 at each family's paper decoding settings on --sentences sources of newstest-like lengths; sentences/s and output
-tokens/s. Random weights: outputs run to the length cap floor(1.2 x source + 10).
+tokens/s. The model as initialised (seeded random weights, not the trained one): every family's outputs run to the
+length cap floor(1.2 x source + 10).
 
 Peer: transformers' MarianMTModel at the sizes of our Transformer-Base and -Big, trained on the same batches (bfloat16
 autocast where the ours run in it, fused AdamW, label-smoothed cross-entropy summed over target tokens), and its
-generate(num_beams=4, max_new_tokens=the batch's longest cap) on the same sources, same batch size.
+generate(num_beams=4, max_new_tokens=min_new_tokens=the batch's longest cap) on the same sources, same batch size.
 
 Prints key=value lines; --output also writes them as JSON.
 """
@@ -47,6 +49,7 @@ FAMILIES = {
 # bfloat16 matrix peaks, TFLOP/s: for the H100/H200 the rate this workplace's machines reach (about 790; NVIDIA's
 # datasheet gives 989 dense for the SXM parts), the issue's reference; pass --peak-tflops for other GPUs
 PEAK_TFLOPS = {"H100": 790.0, "H200": 790.0, "A100": 312.0}
+SPARE = 3  # batches beyond the timed ones, for --profile: shapes the process has not met
 
 
 def sentence_lengths(rng: random.Random, n: int) -> list[int]:
@@ -113,7 +116,7 @@ def measure_training(params, experiment: str, args, device, work: Path) -> tuple
     needed = args.warmup + args.steps
     per_batch = recipe.batch_size // 30 if recipe.batch_unit == "tokens" else recipe.batch_size
     pairs = random_pairs(vocab_size, max(64, int(per_batch * needed * 1.6)), seed=1)
-    batches = list(build_batches(pairs.src_lengths, pairs.tgt_lengths, recipe).epoch(1, 0))[:needed]
+    batches = list(build_batches(pairs.src_lengths, pairs.tgt_lengths, recipe).epoch(1, 0))[:needed + SPARE]
     torch.manual_seed(1)
     spec = params.model_spec(experiment)
     model = build_model(spec, vocab_size, vocab_size)
@@ -122,13 +125,26 @@ def measure_training(params, experiment: str, args, device, work: Path) -> tuple
     meta = {"model": spec, "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size,
             "precision": resolve(recipe.precision, device)}
     trainer = Trainer(model, pairs, pairs.select([0]), recipe, work / experiment, meta, dist_, False, {})
-    tokens, seconds = timed_updates(lambda batch: trainer.train_step(batch)[2], batches, args.warmup, device)
+    timed, spare = batches[:needed], batches[needed:]
+    tokens, seconds = timed_updates(lambda batch: trainer.train_step(batch)[2], timed, args.warmup, device)
+    # the same updates again: shapes seen before (what a per-shape cost, a kernel plan or an allocation, adds)
+    again, again_seconds = timed_updates(lambda batch: trainer.train_step(batch)[2], timed, args.warmup, device)
     figures = {"parameters": n_params, "precision": meta["precision"], "batch": f"{recipe.batch_size} "
-               f"{recipe.batch_unit}", "updates": len(batches) - args.warmup,
-               "target_tokens_per_s": round(tokens / seconds), "updates_per_s": round((len(batches) - args.warmup)
-                                                                                       / seconds, 3),
-               "peak_mb": peak_mb(device), "model_tflops": round(6 * n_params * tokens / seconds / 1e12, 2)}
-    return figures, batches, pairs, trainer
+               f"{recipe.batch_unit}", "updates": args.steps, "target_tokens_per_s": round(tokens / seconds),
+               "updates_per_s": round(args.steps / seconds, 3),
+               "peak_mb": peak_mb(device), "model_tflops": round(6 * n_params * tokens / seconds / 1e12, 2),
+               "seen_shapes_tokens_per_s": round(again / again_seconds)}
+    return figures, (timed, spare), pairs, trainer
+
+
+def search_model(params, experiment: str, vocab_size: int, device):
+    """The experiment's model with seeded random weights (as initialised, not trained: every family then decodes
+    to the length cap, the same work for each)."""
+    import torch
+
+    from pipeline.models.registry import build_model
+    torch.manual_seed(2)
+    return build_model(params.model_spec(experiment), vocab_size, vocab_size).to(device)
 
 
 def measure_search(model, decoding: dict, vocab_size: int, args, precision: str) -> dict:
@@ -211,8 +227,9 @@ def measure_peer(spec: dict, batches: list, pairs, vocab_size: int, args, device
             chunk = [encode_source(sources[i]) for i in order[first : first + args.batch_size]]
             src = pad(chunk).to(device)
             cap = int(1.2 * max(len(c) - 1 for c in chunk) + 10)
+            # min_new_tokens: random weights end at once, ours run to the cap; the same output length for both
             out = model.generate(input_ids=src, attention_mask=src.ne(0), num_beams=4, max_new_tokens=cap,
-                                 length_penalty=0.6, early_stopping=True)
+                                 min_new_tokens=cap, length_penalty=0.6, early_stopping=True)
             produced += int(out[:, 1:].ne(0).logical_and(out[:, 1:].ne(2)).sum())
     synchronize(device)
     seconds = time.perf_counter() - start
@@ -221,8 +238,8 @@ def measure_peer(spec: dict, batches: list, pairs, vocab_size: int, args, device
 
 
 def profile(trainer, batches: list, model, decoding: dict, vocab_size: int, args, precision: str, path: str) -> None:
-    """torch.profiler tables of three training updates and one search batch, by device and by host time, with
-    the count of host-device synchronisations: where a speed-up must start."""
+    """torch.profiler tables of the training updates on `batches` (shapes not met before) and one search batch, by
+    device and by host time, with the count of host-device synchronisations: where a speed-up must start."""
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -230,15 +247,18 @@ def profile(trainer, batches: list, model, decoding: dict, vocab_size: int, args
     device = next(model.parameters()).device
     args = argparse.Namespace(**{**vars(args), "sentences": args.batch_size})
     sections = []
-    for name, work in (("train 3 updates", lambda: [trainer.train_step(b) for b in batches[:3]]),
+    for name, work in ((f"train {len(batches)} updates", lambda: [trainer.train_step(b) for b in batches]),
                        ("search 1 batch", lambda: measure_search(model, decoding, vocab_size, args, precision))):
         synchronize(device)
+        start = time.perf_counter()
         with torch_profile(activities=activities) as prof:
             work()
             synchronize(device)
+        wall = time.perf_counter() - start
         table = prof.key_averages()
         syncs = sum(e.count for e in table if "Synchronize" in e.key or "Memcpy" in e.key or e.key == "aten::item")
-        sections.append(f"== {name}: {sum(e.count for e in table)} events, {syncs} sync/copy/item calls\n"
+        sections.append(f"== {name}: {wall:.3f} s wall (profiled), {sum(e.count for e in table)} events, {syncs} "
+                        "sync/copy/item calls\n"
                         + table.table(sort_by="self_cuda_time_total" if len(activities) > 1 else "self_cpu_time_total",
                                       row_limit=35, max_name_column_width=60)
                         + table.table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
@@ -279,7 +299,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for family in args.families:
             experiment, decoding, peer = FAMILIES[family]
-            figures, batches, pairs, trainer = measure_training(params, experiment, args, device, Path(tmp))
+            figures, (batches, spare), pairs, trainer = measure_training(params, experiment, args, device, Path(tmp))
             model = trainer.model
             if peak and device.type == "cuda":
                 figures["share_of_peak"] = round(figures["model_tflops"] / peak, 3)
@@ -287,10 +307,11 @@ def main() -> None:
             line(f"train family={family}", figures)
             corpus = params.corpora[params.experiments[experiment].corpus]
             vocab_size = corpus.vocab_size or corpus.bpe_merges
-            results["search"][family] = measure_search(model, decoding, vocab_size, args, figures["precision"])
+            searcher = search_model(params, experiment, vocab_size, device)
+            results["search"][family] = measure_search(searcher, decoding, vocab_size, args, figures["precision"])
             line(f"search family={family}", results["search"][family])
             if args.profile and family == args.families[0]:
-                profile(trainer, batches, model, decoding, vocab_size, args, figures["precision"], args.profile)
+                profile(trainer, spare, searcher, decoding, vocab_size, args, figures["precision"], args.profile)
             if peer and not args.no_peer:
                 results["peer"][family] = measure_peer(params.model_spec(experiment), batches, pairs, vocab_size, args, device,
                                                        figures["precision"])
@@ -298,7 +319,7 @@ def main() -> None:
                 results["peer"][family]["name"] = f"transformers {transformers.__version__} MarianMTModel"
                 line(f"peer family={family} train", results["peer"][family]["train"])
                 line(f"peer family={family} generate", results["peer"][family]["generate"])
-            del model, trainer, batches, pairs
+            del model, searcher, trainer, batches, pairs
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             if args.output:  # after each family: a run stopped at its time limit keeps what it measured

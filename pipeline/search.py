@@ -47,7 +47,7 @@ def _log_probs(logits: Tensor, force_eos: Tensor) -> Tensor:
     lp[:, PAD] = float("-inf")
     lp[:, BOS] = float("-inf")
     eos = lp[:, EOS].clone()
-    lp[force_eos] = float("-inf")
+    lp = lp.masked_fill(force_eos.unsqueeze(1), float("-inf"))  # not lp[force_eos]: no host-device sync
     lp[:, EOS] = torch.where(force_eos, eos, lp[:, EOS])
     return lp
 
