@@ -110,8 +110,10 @@ def main() -> None:
                                       "--input", files["test.src"], "--output", str(folder / "test.hyp"),
                                       "--lang", "en", "--no-progress"])
                 search = re.search(r"translated \d+ sentences in ([\d.]+)s", log)
+                hyp = folder / "test.hyp"
                 runs.append({"step": "translate", "seconds": seconds and round(seconds, 2),
-                             "search_s": float(search.group(1)) if search else None})
+                             "search_s": float(search.group(1)) if search else None,
+                             "output_words": len(hyp.read_text(encoding="utf-8").split()) if hyp.exists() else None})
             for kind, settings in analyses.items():
                 context = {"decoding": {"length": "penalty", "length_penalty": 0.6, "max_len_a": 1.2,
                                         "max_len_b": 10}} if kind == "speed" else {}
@@ -120,7 +122,12 @@ def main() -> None:
                 seconds, _ = timed([kind.replace("_", "-"), "--settings", json.dumps(settings), "--inputs",
                                     json.dumps(inputs), "--context", json.dumps(context), "--output",
                                     str(folder / f"{kind}.json")])
-                runs.append({"step": kind, "seconds": seconds and round(seconds, 2)})
+                run = {"step": kind, "seconds": seconds and round(seconds, 2)}
+                if kind == "speed" and seconds:  # its own timing: tokens/s and the timed passes' seconds
+                    rows = json.loads((folder / f"{kind}.json").read_text(encoding="utf-8"))["rows"]
+                    run["rows"] = [{k: row[k] for k in ("batch_size", "beam", "tokens_per_s", "sentences_per_s")}
+                                   | {"pass_s": [round(r["seconds"], 2) for r in row["runs"]]} for row in rows]
+                runs.append(run)
             for run in runs:
                 run = {"family": family, "experiment": experiment, **run}
                 results["steps"].append(run)
