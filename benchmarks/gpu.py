@@ -300,7 +300,6 @@ def main() -> None:
         for family in args.families:
             experiment, decoding, peer = FAMILIES[family]
             figures, (batches, spare), pairs, trainer = measure_training(params, experiment, args, device, Path(tmp))
-            model = trainer.model
             if peak and device.type == "cuda":
                 figures["share_of_peak"] = round(figures["model_tflops"] / peak, 3)
             results["train"][family] = {"experiment": experiment, **figures}
@@ -319,7 +318,7 @@ def main() -> None:
                 results["peer"][family]["name"] = f"transformers {transformers.__version__} MarianMTModel"
                 line(f"peer family={family} train", results["peer"][family]["train"])
                 line(f"peer family={family} generate", results["peer"][family]["generate"])
-            del model, searcher, trainer, batches, pairs
+            del searcher, trainer, batches, pairs
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             if args.output:  # after each family: a run stopped at its time limit keeps what it measured
