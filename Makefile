@@ -23,10 +23,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt workflows/fix_dvc_dry_run.py
 run: venv
 	bash workflows/run.sh $(TABLE)
 
-# one test process per core, at most TEST_WORKERS; the end-to-end runs are started first (tests/conftest.py)
-TEST_WORKERS ?= 2
+# one test process per core and one more: the end-to-end runs spend about a quarter of their time waiting (Slurm's
+# polls, subprocesses); they are started first (tests/conftest.py)
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: venv
-	pytest -ra --durations=15 -n auto --maxprocesses $(TEST_WORKERS) --dist load --maxschedchunk 1
+	pytest -ra --durations=15 -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
 # the inner loop: everything but the end-to-end runs (Snakemake, DVC, Slurm), a few minutes
 test-fast: venv
