@@ -11,12 +11,24 @@ import sys
 from pathlib import Path
 
 
+def use_gpu() -> None:
+    """Set up this process's GPU work: attention never takes cuDNN's kernel (our choice). torch 2.11 prefers it on an
+    H100/H200, and it builds an execution plan for every new shape, which bucketed batches and a growing decoder
+    cache meet at almost every step (the first of three same-sized Transformers searched 4x slower than the third,
+    which found the plans made: docs/performance.md (j)); the memory-efficient and flash kernels take the same
+    masks."""
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def job_device():
-    """The job's first GPU where torch sees one, else the CPU, with a warning when the job was given a GPU that
-    torch cannot use (a CPU build of torch, or no driver)."""
+    """The job's first GPU where torch sees one (set up by use_gpu), else the CPU, with a warning when the job was
+    given a GPU that torch cannot use (a CPU build of torch, or no driver)."""
     import torch
 
     if torch.cuda.is_available():
+        use_gpu()
         return torch.device("cuda", 0)
     given = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     if given:

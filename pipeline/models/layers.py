@@ -167,20 +167,14 @@ class MultiHeadAttention(nn.Module):
         """Eq. 3 in one fused kernel (F.scaled_dot_product_attention): q [B,h,T,d/h] unscaled -> [B,h,T,d/h].
 
         GPUs only: on CPU (torch 2.13) its flash-attention backward made a whole training step 2x slower than the
-        plain matrix products here (benchmarks/nmt_speed.py, bfloat16)."""
+        plain matrix products here (benchmarks/nmt_speed.py, bfloat16). Never cuDNN's kernel (pipeline/device.py
+        use_gpu)."""
         keep = None if pad is None else ~pad[:, None, None, :]  # True where a key takes part
         if keep is not None and mask_future:
             t, s = q.size(2), k.size(2)
             keep = keep & torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
             mask_future = False
         p = self.dropout.p if self.training else 0.0
-        if torch.backends.cuda.cudnn_sdp_enabled():
-            # our choice, for the whole process: cuDNN's attention (torch 2.11's first choice on an H100/H200) builds
-            # an execution plan for every new shape, and batches of bucketed lengths or a growing decoder cache meet
-            # new shapes at almost every step (the first of three same-sized Transformers searched 4x slower than
-            # the third, which found the plans made: docs/performance.md); the memory-efficient kernel takes the
-            # same masks
-            torch.backends.cuda.enable_cudnn_sdp(False)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p, is_causal=mask_future)
 
     def forward(self, query: Tensor, keys: Tensor, pad: Tensor | None = None, *, causal: bool = False,

@@ -6,6 +6,8 @@ import os
 import torch
 import torch.distributed as dist
 
+from pipeline.device import use_gpu
+
 
 class Dist:
     """Rank, world size and device; explicit gradient all-reduce over torch.distributed.
@@ -22,6 +24,8 @@ class Dist:
         local = int(os.environ.get("LOCAL_RANK", str(self.rank)))
         cuda = torch.cuda.is_available()
         self.device = torch.device("cuda", local % max(torch.cuda.device_count(), 1)) if cuda else torch.device("cpu")
+        if cuda:
+            use_gpu()
         self.owns_group = False
         if self.world > 1 and not dist.is_initialized():
             if cuda:
