@@ -45,6 +45,7 @@ def parse(text: str | None) -> frozenset[str]:
 
 
 _enabled: frozenset[str] | None = None
+_devices = ("cuda",)  # where the speed-ups apply; tests add "cpu" (only(..., cpu=True)) to check them here
 
 
 def enabled(name: str, tensor_or_device=None) -> bool:
@@ -59,7 +60,7 @@ def enabled(name: str, tensor_or_device=None) -> bool:
     if tensor_or_device is None:
         return True
     device = getattr(tensor_or_device, "device", tensor_or_device)
-    return getattr(device, "type", str(device)) == "cuda"
+    return getattr(device, "type", str(device)) in _devices
 
 
 def configure(names) -> None:
@@ -72,12 +73,13 @@ def configure(names) -> None:
 
 
 @contextlib.contextmanager
-def only(names) -> Iterator[None]:
-    """Run the block with exactly `names` on, then restore the previous setting."""
-    global _enabled
-    before = _enabled
+def only(names, cpu: bool = False) -> Iterator[None]:
+    """Run the block with exactly `names` on (cpu: on the CPU too, for tests), then restore the previous setting."""
+    global _enabled, _devices
+    before = _enabled, _devices
     configure(names)
+    _devices = ("cuda", "cpu") if cpu else ("cuda",)
     try:
         yield
     finally:
-        _enabled = before
+        _enabled, _devices = before

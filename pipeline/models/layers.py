@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pipeline import speedups
 from pipeline.errors import PipelineError
 
 
@@ -20,6 +21,8 @@ class Dropout(nn.Dropout):
         """x [...] -> x with elements zeroed at rate p and the rest scaled (identity in eval mode or at p = 0)."""
         if not self.training or self.p == 0:
             return x
+        if speedups.enabled("native_dropout", x):  # one fused kernel; p exact (GPUs only)
+            return F.dropout(x, self.p, True)
         cut = round(self.p * 65536)
         if cut >= 65536:
             return x * 0
@@ -32,6 +35,19 @@ def masked_mean(x: Tensor, pad: Tensor) -> Tensor:
     """Mean over the non-padding positions: x [B,L,d], pad [B,L] (True at padding) -> [B,d]."""
     keep = (~pad).unsqueeze(-1).to(x.dtype)
     return (x * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+
+
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm that, with the bf16_residual speed-up under bfloat16 autocast on a GPU, returns bfloat16 (the
+    statistics are still float32 inside the kernel): the residual stream then needs no cast before each product."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if (speedups.enabled("bf16_residual", x) and torch.is_autocast_enabled(x.device.type)
+                and torch.get_autocast_dtype(x.device.type) == torch.bfloat16):
+            with torch.autocast(x.device.type, enabled=False):
+                return F.layer_norm(x.to(torch.bfloat16), self.normalized_shape, self.weight.to(torch.bfloat16),
+                                    self.bias.to(torch.bfloat16), self.eps)
+        return super().forward(x)
 
 
 class RelativePositions(nn.Module):
@@ -122,20 +138,29 @@ class MultiHeadAttention(nn.Module):
         """[B,L,d] -> [B,h,L,d/h]."""
         return x.view(x.size(0), x.size(1), self.heads, self.d_head).transpose(1, 2)
 
+    def _project(self, x: Tensor, parts: tuple[nn.Linear, ...]) -> tuple[Tensor, ...]:
+        """x [B,L,d] through each of `parts` -> one [B,h,L,d/h] each: with the fused_qkv speed-up (GPUs) one matrix
+        product over the concatenated weights, the same function as one product per part."""
+        if len(parts) > 1 and speedups.enabled("fused_qkv", x):
+            weight = torch.cat([p.weight for p in parts])
+            bias = torch.cat([p.bias for p in parts])
+            return tuple(self._split(y) for y in F.linear(x, weight, bias).chunk(len(parts), dim=-1))
+        return tuple(self._split(p(x)) for p in parts)
+
     def _keys_values(self, keys: Tensor, causal: bool, cache: dict[str, Tensor] | None,
                      name: str) -> tuple[Tensor, Tensor]:
         """Projected keys and values [B,h,S,d/h], taken from or added to the cache."""
         if cache is None:
-            return self._split(self.k_proj(keys)), self._split(self.v_proj(keys))
+            return self._project(keys, (self.k_proj, self.v_proj))
         if causal:  # incremental self-attention: `keys` is this step's input, appended to the cached ones
-            k, v = self._split(self.k_proj(keys)), self._split(self.v_proj(keys))
+            k, v = self._project(keys, (self.k_proj, self.v_proj))
             if f"{name}.k" in cache:
                 k = torch.cat([cache[f"{name}.k"], k], dim=2)
                 v = torch.cat([cache[f"{name}.v"], v], dim=2)
         elif f"{name}.k" in cache:  # static keys (encoder states): projected once
             return cache[f"{name}.k"], cache[f"{name}.v"]
         else:  # contiguous, so that every later step's matrix products read them without a copy
-            k, v = self._split(self.k_proj(keys)).contiguous(), self._split(self.v_proj(keys)).contiguous()
+            k, v = (t.contiguous() for t in self._project(keys, (self.k_proj, self.v_proj)))
         cache[f"{name}.k"], cache[f"{name}.v"] = k, v
         return k, v
 
@@ -186,11 +211,24 @@ class MultiHeadAttention(nn.Module):
         are computed once and reused from the cache. position_offset: absolute position of the first key (only
         relative positions could notice it, and they must not).
         """
+        if query is keys and (cache is None or causal) and speedups.enabled("fused_qkv", query):
+            q, k, v = self._project(query, (self.q_proj, self.k_proj, self.v_proj))  # self-attention: one product
+            if cache is not None:  # incremental: this step's keys/values follow the cached ones
+                if f"{name}.k" in cache:
+                    k = torch.cat([cache[f"{name}.k"], k], dim=2)
+                    v = torch.cat([cache[f"{name}.v"], v], dim=2)
+                cache[f"{name}.k"], cache[f"{name}.v"] = k, v
+            return self._attend(query, q, k, v, pad, causal, cache, position_offset)
         k, v = self._keys_values(keys, causal, cache, name)
+        return self._attend(query, self._split(self.q_proj(query)), k, v, pad, causal, cache, position_offset)
+
+    def _attend(self, query: Tensor, q: Tensor, k: Tensor, v: Tensor, pad: Tensor | None, causal: bool,
+                cache: dict | None, position_offset: int) -> Tensor:
+        """Eq. 3 of projected, unscaled q [B,h,T,d/h] over k, v [B,h,S,d/h] -> [B,T,d] (out_proj applied)."""
         if query.is_cuda and self.rel_pos is None and not self.directional:
-            out = self._fused(self._split(self.q_proj(query)), k, v, pad, causal and cache is None)
+            out = self._fused(q, k, v, pad, causal and cache is None)
             return self.out_proj(out.transpose(1, 2).reshape(query.size(0), query.size(1), -1))
-        q = self._split(self.q_proj(query)) / math.sqrt(self.d_head)
+        q = q / math.sqrt(self.d_head)
         weights, rows = self._weights(q, k, pad, causal and cache is None, position_offset)
         weights = self.dropout(weights.to(v.dtype))
         out = weights @ v

@@ -10,7 +10,8 @@ from typing import Mapping
 
 from torch import Tensor, nn
 
-from pipeline.models.layers import Dropout, FeedForward, MultiHeadAttention, SinusoidalPositions
+from pipeline.models.compiled import compiled
+from pipeline.models.layers import Dropout, FeedForward, LayerNorm, MultiHeadAttention, SinusoidalPositions
 from pipeline.models.ran import TablePatterns, install_patterns, set_attention_dropout, using
 from pipeline.models.ran_options import TABLE_KINDS
 from pipeline.models.seq2seq import SHARED, Decoder, Encoder, register_decoder, register_encoder
@@ -45,9 +46,9 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout, rel_pos_k=o.rel_pos_k,
                                             directional=o.disan)
-        self.self_norm = nn.LayerNorm(o.d_model)
+        self.self_norm = LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
-        self.ffn_norm = nn.LayerNorm(o.d_model)
+        self.ffn_norm = LayerNorm(o.d_model)
         self.drop = Dropout(o.dropout)
 
     def forward(self, h: Tensor, pad: Tensor) -> Tensor:
@@ -72,11 +73,11 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout, rel_pos_k=o.rel_pos_k,
                                             rel_pos_causal=True)  # relative positions here too (our choice)
-        self.self_norm = nn.LayerNorm(o.d_model)
+        self.self_norm = LayerNorm(o.d_model)
         self.cross_attn = MultiHeadAttention(o.d_model, o.heads, o.attention_dropout)
-        self.cross_norm = nn.LayerNorm(o.d_model)
+        self.cross_norm = LayerNorm(o.d_model)
         self.ffn = FeedForward(o.d_model, o.ffn_dim)
-        self.ffn_norm = nn.LayerNorm(o.d_model)
+        self.ffn_norm = LayerNorm(o.d_model)
         self.drop = Dropout(o.dropout)
 
     def self_sublayer(self, h: Tensor, cache: dict | None, name: str) -> Tensor:
@@ -158,7 +159,7 @@ class TransformerEncoder(PatternSide, Encoder):
         """The layers over h [B,S,d] -> top layer [B,S,d], the side's pattern tables computed once."""
         with using(self.patterns):
             for layer in self.layers:
-                h = layer(h, pad)
+                h = compiled(layer, h, self.patterns is None)(h, pad)
         return h
 
     def forward(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
@@ -191,7 +192,7 @@ class TransformerDecoder(PatternSide, Decoder):
         h = self.embed(y)
         with using(self.patterns):
             for layer in self.layers:
-                h = layer(h, memory)
+                h = compiled(layer, h, self.patterns is None)(h, memory)
         return h
 
     def step(self, y: Tensor, position: int, memory: dict[str, Tensor],

@@ -47,24 +47,29 @@ class Dist:
             for tensor in list(model.parameters()) + list(model.buffers()):
                 dist.broadcast(tensor.data, src=0)
 
-    def reduce_step(self, params: list[torch.nn.Parameter], stats: list[float]) -> list[float]:
-        """Sum gradients and `stats` over ranks; a parameter unused on every rank keeps grad None."""
+    def reduce_step(self, params: list[torch.nn.Parameter], stats):
+        """Sum gradients and `stats` (floats, or a tensor that stays one) over ranks; a parameter unused on every
+        rank keeps grad None."""
         if self.world == 1:
             return stats
         grads = [p.grad.reshape(-1) if p.grad is not None else p.new_zeros(p.numel()) for p in params]
         used = [float(p.grad is not None) for p in params]
-        flat = torch.cat(grads + [torch.tensor(used + stats, device=self.device, dtype=grads[0].dtype)])
+        lazy = isinstance(stats, torch.Tensor)
+        tail_values = torch.tensor(used + ([] if lazy else stats), device=self.device, dtype=grads[0].dtype)
+        parts = grads + [tail_values] + ([stats.to(grads[0].dtype)] if lazy else [])
+        flat = torch.cat(parts)
         dist.all_reduce(flat)
         offset = 0
         for p in params:
             n = p.numel()
             p.grad = flat[offset : offset + n].view_as(p).clone()
             offset += n
-        tail = flat[offset:].tolist()
-        for p, u in zip(params, tail[: len(params)]):
+        tail = flat[offset : offset + len(params)].tolist()
+        for p, u in zip(params, tail):
             if u == 0:
                 p.grad = None
-        return tail[len(params) :]
+        rest = flat[offset + len(params):]
+        return rest.double() if lazy else rest.tolist()
 
     def all_sum(self, values: list[float]) -> list[float]:
         """Sum a few floats over ranks (float64)."""

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from pipeline import speedups
 from pipeline.checkpoint import average_checkpoints, load_file, model_record, save_atomic
 from pipeline.data.batching import encode_source, make_batch, pad
 from pipeline.errors import PipelineError
@@ -63,6 +64,9 @@ class Trainer:
         self._plan = build_batches(train.src_lengths, train.tgt_lengths, recipe)
         self._valid_batches = build_batches(valid.src_lengths, valid.tgt_lengths, recipe).epoch(0, 0, shuffle=False)
         self._epoch_batches: tuple[int, Sequence[list[int]]] | None = None
+        # no_sync: the window's (loss, nll) sums and first step, kept on the device until logged or checkpointed
+        self._pending: torch.Tensor | None = None
+        self._pending_from = 0
 
     # ---- start / resume
     def start(self, init_state: dict | None) -> None:
@@ -127,33 +131,35 @@ class Trainer:
 
     def _forward_sums(self, indices: list[int], pairs):
         """(loss sum, nll sum, tokens) of this rank's share of a batch; tensors keep their graph."""
-        src, tgt_in, tgt_out = (t.to(self.dist.device) for t in
-                                make_batch([pairs.source(i).tolist() for i in indices],
-                                           [pairs.target(i).tolist() for i in indices]))
+        host = make_batch([pairs.source(i).tolist() for i in indices], [pairs.target(i).tolist() for i in indices])
+        if self.dist.device.type == "cuda" and speedups.enabled("no_sync", self.dist.device):
+            host = [t.pin_memory() for t in host]  # pinned and asynchronous: the copy does not wait
+        src, tgt_in, tgt_out = (t.to(self.dist.device, non_blocking=True) for t in host)
         with autocast(self.precision, self.dist.device):
             features = self.model.features(src, tgt_in)
             return smoothed_loss(features.reshape(-1, features.size(-1)), self.model.output_layer,
                                  tgt_out.reshape(-1), self.recipe.label_smoothing)
 
-    def train_step(self, batch: list[int]) -> tuple[float, float, int]:
+    def train_step(self, batch: list[int]) -> tuple[float | torch.Tensor, float | torch.Tensor, int]:
         """One optimizer update on a global batch; returns its summed (loss, nll, tokens) over all ranks.
 
         Every rank divides its share's summed loss by the global batch's denominator (loss_norm: target tokens or
-        sentence pairs), so the all-reduced gradient is the single-process gradient of the whole batch."""
+        sentence pairs), so the all-reduced gradient is the single-process gradient of the whole batch. With the
+        no_sync speed-up (GPUs) loss and nll are device tensors, checked for finiteness when the window is read
+        (flush_losses), not here: nothing in the update waits for the device."""
         self.model.train()
         total_tokens = int(self.train.tgt_lengths[batch].sum()) + len(batch)
         denominator = loss_denominator(self.recipe, batch, self.train.tgt_lengths)
         share = self.dist.share(batch)
-        loss_sum = nll_sum = 0.0
+        lazy = speedups.enabled("no_sync", self.dist.device)
+        sums = torch.zeros(2, dtype=torch.float64, device=self.dist.device) if lazy else [0.0, 0.0]
         if share:
             loss, nll, _ = self._forward_sums(share, self.train)
             (loss / denominator).backward()
-            loss_sum, nll_sum = loss.item(), nll.item()
-        loss_sum, nll_sum = self.dist.reduce_step(self.params, [loss_sum, nll_sum])
-        if not math.isfinite(loss_sum):
-            raise FloatingPointError(f"training loss is {loss_sum} at step {self.state.step + 1}; "
-                                     f"expected a finite loss (lower recipe.lr or check the data); "
-                                     f"{self.run_dir / 'last.pt'} holds the last good state")
+            sums = torch.stack([loss.detach(), nll.detach()]).double() if lazy else [loss.item(), nll.item()]
+        loss_sum, nll_sum = self.dist.reduce_step(self.params, sums)
+        if not lazy:
+            self._check_finite(loss_sum, self.state.step + 1)
         if self.recipe.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.params, self.recipe.clip_norm)
         lr = self.scheduler.rate(self.state.step + 1, self.state.epoch)
@@ -164,6 +170,23 @@ class Trainer:
         self.state.lr = lr
         return loss_sum, nll_sum, total_tokens
 
+    def _check_finite(self, loss: float, steps) -> None:
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"training loss is {loss} at step {steps}; "
+                                     f"expected a finite loss (lower recipe.lr or check the data); "
+                                     f"{self.run_dir / 'last.pt'} holds the last good state")
+
+    def flush_losses(self) -> None:
+        """Add the device-held (no_sync) loss sums to the window, refusing a non-finite one: before a window is
+        logged and before a checkpoint is written, so that no state after a non-finite loss is kept."""
+        if self._pending is None:
+            return
+        loss, nll = self._pending.tolist()
+        first, self._pending = self._pending_from, None
+        self._check_finite(loss, f"{first}-{self.state.step}" if first < self.state.step else first)
+        s = self.state
+        s.window = [s.window[0] + loss, s.window[1] + nll, s.window[2], s.window[3]]
+
     @torch.no_grad()
     def validate(self) -> tuple[float, float]:
         """Per-token (smoothed loss, nll) on the validation set, summed over ranks."""
@@ -173,7 +196,7 @@ class Trainer:
             share = self.dist.share(batch)
             if share:
                 loss, nll, n = self._forward_sums(share, self.valid)
-                sums = [sums[0] + loss.item(), sums[1] + nll.item(), sums[2] + n]
+                sums = [sums[0] + loss.item(), sums[1] + nll.item(), sums[2] + int(n)]
         loss, nll, n = self.dist.all_sum(sums)
         return loss / n, nll / n
 
@@ -198,6 +221,7 @@ class Trainer:
     def save_state(self) -> None:
         """Atomically write run_dir/last.pt (rank 0), with every rank's random state; for keep: average also
         the weights of this checkpoint (run_dir/average/, the last average_last kept)."""
+        self.flush_losses()
         s = self.state
         rngs = self.dist.gather(get_rng_state())
         if self.recipe.keep == "average" and s.snapshots[-1:] != [s.step]:
@@ -244,6 +268,7 @@ class Trainer:
         return "" if math.isnan(loss) else f"{before}train loss {loss:.3f}"
 
     def _log_window(self) -> None:
+        self.flush_losses()
         s = self.state
         loss, nll, tokens, steps = s.window
         rate = tokens / max(self._window_seconds, 1e-9)
@@ -276,6 +301,12 @@ class Trainer:
                 s.elapsed += seconds
                 self._window_seconds += seconds
                 s.tokens += tokens
+                if isinstance(loss, torch.Tensor):  # no_sync: summed on the device until the window is read
+                    if self._pending is None:
+                        self._pending, self._pending_from = torch.stack([loss, nll]), s.step
+                    else:
+                        self._pending += torch.stack([loss, nll])
+                    loss = nll = 0.0
                 s.window = [s.window[0] + loss, s.window[1] + nll, s.window[2] + tokens, s.window[3] + 1]
                 if self.log:
                     self.log.advance()
