@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# The GPU measurements still open, in one run on a GPU machine (DEVELOPERS.md: such a machine is at hand only at
-# times, for 15 minutes a task): benchmarks/gpu.py (training and beam search beside transformers' MarianMTModel)
-# and benchmarks/gpu_steps.py (each model step as the rules run it). About 10 minutes on one H100/H200.
+# The GPU measurements the open issues need, in one run on a GPU machine (DEVELOPERS.md: such a machine is at hand
+# only at times, for 15 minutes a task), about 7 minutes on one H100/H200. benchmarks/gpu.py: training (whole
+# batch and one rank's 4k tokens) and beam search of each family with every speed-up, the A/B of each speed-up on
+# Transformer-Base, without speed-ups for the others, 300 updates of Base with and without them (learning
+# unchanged), and transformers' MarianMTModel beside Base and Big. Each step has its own time limit and writes its
+# JSON as it goes, so a step that runs long costs only itself.
 #   bash benchmarks/device_checks.sh OUT_DIR            # on the GPU machine
 #   PYTHON=.venv/bin/python bash benchmarks/device_checks.sh OUT_DIR --quick   # tiny scale on the CPU, first
-set -euo pipefail
+set -uo pipefail
 out=${1:?usage: benchmarks/device_checks.sh OUT_DIR [--quick]}
 shift
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || echo "no nvidia-smi"; } > "$out/gpu.csv" 2>&1
-"${PYTHON:-python3}" benchmarks/gpu.py "$@" --output "$out/gpu.json" 2>&1 | tee "$out/gpu.log"
-"${PYTHON:-python3}" benchmarks/gpu_steps.py "$@" --output "$out/gpu_steps.json" 2>&1 | tee "$out/gpu_steps.log"
+py=${PYTHON:-python3}
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || echo "no nvidia-smi"; } \
+    > "$out/gpu.csv" 2>&1
+step() {  # step NAME LIMIT_S ARGS...: benchmarks/gpu.py with ARGS, its JSON and log under $out
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (limit ${limit}s)"
+    timeout "$limit" "$py" benchmarks/gpu.py "$@" --output "$out/$name.json" > "$out/$name.log" 2>&1
+    echo "exit $? after ${SECONDS}s"
+    grep -E "^(setup|train|search|peer|learning|error)" "$out/$name.log" | cut -c1-400
+}
+step base 200 --families transformer-base --layouts whole rank --ablate --ablate-each --learning 300 --steps 30 "$@"
+step big 150 --families transformer-big --layouts whole rank --ablate --steps 30 --sentences 512 "$@"
+step rnn 110 --families dl4mt rnmt lstm-residual ran-all --ablate --no-peer --steps 15 --sentences 256 "$@"

@@ -140,6 +140,11 @@ def beam_search_nbest(model: Seq2Seq, src: Tensor, *, nbest: int = 1, beam: int 
     length_divisor(length, 1, alpha)  # validates `length` before any work
     if src.size(0) == 0:
         return []
+    from pipeline import speedups, static_search
+    if speedups.enabled("static_search", src) and static_search.supports(model):
+        with inference(model):
+            return static_search.beam_search_static(model, src, nbest=nbest, beam=beam, max_len_a=max_len_a,
+                                                    max_len_b=max_len_b, length=length, alpha=alpha)
     with inference(model):
         n, k, dev = src.size(0), beam, src.device
         max_len = _max_lengths(model, src, max_len_a, max_len_b)

@@ -159,7 +159,7 @@ class TransformerEncoder(PatternSide, Encoder):
         """The layers over h [B,S,d] -> top layer [B,S,d], the side's pattern tables computed once."""
         with using(self.patterns):
             for layer in self.layers:
-                h = compiled(layer, h, self.patterns is None)(h, pad)
+                h = compiled(layer, h, self.patterns is None and self.training)(h, pad)
         return h
 
     def forward(self, x: Tensor, pad: Tensor) -> dict[str, Tensor]:
@@ -192,7 +192,7 @@ class TransformerDecoder(PatternSide, Decoder):
         h = self.embed(y)
         with using(self.patterns):
             for layer in self.layers:
-                h = compiled(layer, h, self.patterns is None)(h, memory)
+                h = compiled(layer, h, self.patterns is None and self.training)(h, memory)
         return h
 
     def step(self, y: Tensor, position: int, memory: dict[str, Tensor],

@@ -108,3 +108,20 @@ def test_fused_projections_leave_beam_search_unchanged():
         fast = beam_search_nbest(model, src, nbest=2, beam=3)
     assert [[h for _, h in hyps] for hyps in fast] == [[h for _, h in hyps] for hyps in reference]
     assert [s for hyps in fast for s, _ in hyps] == pytest.approx([s for hyps in reference for s, _ in hyps], rel=1e-5)
+
+
+@pytest.mark.parametrize("length,nbest", [("penalty", 1), ("normalize", 3), ("none", 2)])
+def test_static_search_finds_the_eager_search_hypotheses(length, nbest):
+    """float32 on the CPU (no graph there): the same n-best lists, scores to rounding, sentences of different
+    lengths finishing at different steps."""
+    from pipeline import static_search
+    from pipeline.search import beam_search_nbest
+    from tests.model_variants import sources
+    model = make("transformer")
+    assert static_search.supports(model) and not static_search.supports(make("relpos"))
+    src = sources(V_SRC, lengths=(4, 2, 6, 5), seed=4)
+    reference = beam_search_nbest(model, src, nbest=nbest, beam=4, length=length, max_len_a=1.5, max_len_b=3)
+    with speedups.only({"static_search"}, cpu=True):
+        fast = beam_search_nbest(model, src, nbest=nbest, beam=4, length=length, max_len_a=1.5, max_len_b=3)
+    assert [[h for _, h in hyps] for hyps in fast] == [[h for _, h in hyps] for hyps in reference]
+    assert [s for hyps in fast for s, _ in hyps] == pytest.approx([s for hyps in reference for s, _ in hyps], rel=1e-5)
