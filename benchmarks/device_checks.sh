@@ -15,9 +15,11 @@ export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || echo "no nvidia-smi"; } \
     > "$out/gpu.csv" 2>&1
+steps=${STEPS:-base big rnn}  # STEPS="base big": only those
 step() {  # step NAME LIMIT_S ARGS...: benchmarks/gpu.py with ARGS, its JSON and log under $out
     local name=$1 limit=$2
     shift 2
+    [[ " $steps " == *" $name "* ]] || return 0
     echo "== $name (limit ${limit}s)"
     timeout "$limit" "$py" benchmarks/gpu.py "$@" --output "$out/$name.json" > "$out/$name.log" 2>&1
     echo "exit $? after ${SECONDS}s"
