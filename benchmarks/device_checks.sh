@@ -13,6 +13,11 @@ shift
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
+# what the GPU machine's image lacks travels as wheels in .whl/ (polib: pip download --no-deps -d .whl polib==1.2.0)
+if compgen -G ".whl/*.whl" > /dev/null; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || echo "no nvidia-smi"; } \
     > "$out/gpu.csv" 2>&1
 steps=${STEPS:-base big rnn}  # STEPS="base big": only those
