@@ -325,12 +325,12 @@ def measure_peer(spec: dict, batches: list, pairs, vocab_size: int, args, device
         return n
 
     rates = []
-    for _ in range(args.repeats):
+    for _ in range(args.repeats if batches else 0):
         tokens, seconds = timed_updates(update, batches, args.warmup, device)
         rates.append(tokens / seconds)
-    rate = statistics.median(rates[1:] if len(rates) > 1 else rates)
+    rate = statistics.median(rates[1:] if len(rates) > 1 else rates) if rates else 0.0
     n_matmul = matmul_parameters(model)
-    train = {"parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),  # not its sinusoids
+    train = {} if not rates else {"parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),  # not its sinusoids
              "matmul_parameters": n_matmul, "target_tokens_per_s": round(rate),
              "model_tflops": round(6 * n_matmul * rate / 1e12, 2), "peak_mb": peak_mb(device)}
     sources = search_sources(vocab_size, args.sentences)  # the same sources as measure_search's
@@ -403,17 +403,17 @@ TRAINING_SPEEDUPS = ("no_sync", "fused_qkv", "native_dropout", "bf16_residual") 
 
 
 def variants(args, family: str) -> list[tuple[str, frozenset]]:
-    """(name, speed-ups on) of each training measurement of `family`: all; with --ablate also none, all but compile
-    and, with --ablate-each, for the first family all but compile and each eager one in turn (eager: no
-    recompilation per variant)."""
+    """(name, speed-ups on) of each training measurement of `family`, compiled ones last (a compilation that runs
+    long costs only itself): every speed-up but compile; with --ablate also none and, with --ablate-each, for the
+    first family all but compile and each eager one in turn; then all of them (compile included)."""
     from pipeline.speedups import SPEEDUPS
     every = frozenset(SPEEDUPS)
-    out = [("all", every)]
+    out = [("-compile", every - {"compile"})]
     if args.ablate:
-        out += [("none", frozenset()), ("-compile", every - {"compile"})]
+        out.append(("none", frozenset()))
         if args.ablate_each and family == args.families[0]:
             out += [(f"-compile,-{name}", every - {"compile", name}) for name in TRAINING_SPEEDUPS]
-    return out
+    return out + [("all", every)]
 
 
 def search_variants(args) -> list[tuple[str, frozenset]]:
@@ -439,6 +439,7 @@ def main() -> None:
     parser.add_argument("--ablate-each", action="store_true", help="with --ablate: each eager speed-up's A/B too")
     parser.add_argument("--learning", type=int, default=0, help="N updates of the first family, speed-ups on and off")
     parser.add_argument("--no-search", action="store_true")
+    parser.add_argument("--no-train", action="store_true", help="search only (ours and the peer's generate)")
     parser.add_argument("--no-peer", action="store_true", help="skip transformers' MarianMTModel")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bfloat16 peak (default: by its name)")
     parser.add_argument("--output", help="also write the results here (JSON)")
@@ -484,32 +485,39 @@ def main() -> None:
             experiment = FAMILIES[args.families[0]][0]
             results["learning"] = attempt("learning", lambda: learning_curves(params, experiment, args, device,
                                                                             Path(tmp) / "learning"))
+            save()
             if results["learning"]:
                 line("learning", {k: v for k, v in results["learning"].items() if k not in ("all", "none")})
         for family in args.families:
             experiment, decoding, peer = FAMILIES[family]
             results["train"][family] = {"experiment": experiment}
             kept = None
-            for layout in args.layouts:
-                for variant, on in (variants(args, family) if layout == "whole" else [("all", frozenset(
-                        speedups.SPEEDUPS))]):
-                    key = f"{layout}/{variant}"
-                    with speedups.only(on):
-                        measured = attempt(f"train {family} {key}", lambda: measure_training(
-                            params, experiment, args, device, Path(tmp), layout))
-                    if measured is None:
-                        continue
-                    figures = measured[0]
-                    utilisation(figures, peak, ceiling)
-                    results["train"][family][key] = figures
-                    line(f"train family={family} speedups={key}", figures)
-                    if kept is None and layout == "whole" and variant == "all":
-                        kept = measured
-                    else:
-                        del measured
-                    if device.type == "cuda":
-                        torch.cuda.empty_cache()
-                    save()
+            plan = [(layout, variant, on) for layout in ([] if args.no_train else args.layouts)
+                    for variant, on in (variants(args, family) if layout == "whole"
+                                        else [("-compile", frozenset(speedups.SPEEDUPS) - {"compile"})])]
+
+            def train(layout: str, variant: str, on: frozenset) -> None:
+                nonlocal kept
+                key = f"{layout}/{variant}"
+                with speedups.only(on):
+                    measured = attempt(f"train {family} {key}", lambda: measure_training(
+                        params, experiment, args, device, Path(tmp), layout))
+                if measured is None:
+                    return
+                figures = measured[0]
+                utilisation(figures, peak, ceiling)
+                results["train"][family][key] = figures
+                line(f"train family={family} speedups={key}", figures)
+                if kept is None and layout == "whole":
+                    kept = measured
+                del measured
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+                save()
+
+            for item in plan:  # the compiled measurements come after the search and the peer
+                if "compile" not in item[2]:
+                    train(*item)
             corpus = params.corpora[params.experiments[experiment].corpus]
             vocab_size = corpus.vocab_size or corpus.bpe_merges
             precision = kept[0]["precision"] if kept else "bfloat16"
@@ -526,17 +534,23 @@ def main() -> None:
                 if args.profile and family == args.families[0] and kept:
                     profile(kept[3], kept[1][1], searcher, decoding, vocab_size, args, precision, args.profile)
                 del searcher
-            if peer and not args.no_peer and kept:
+            if peer and not args.no_peer and (kept or args.no_train):
                 figures = attempt(f"peer {family}", lambda: measure_peer(
-                    params.model_spec(experiment), kept[1][0], kept[2], vocab_size, args, device, precision))
+                    params.model_spec(experiment), kept[1][0] if kept else None, kept[2] if kept else None,
+                    vocab_size, args, device, precision))
                 if figures:
                     import transformers
-                    utilisation(figures["train"], peak, ceiling)
+                    if figures["train"]:
+                        utilisation(figures["train"], peak, ceiling)
                     results["peer"][family] = {**figures, "name": f"transformers {transformers.__version__} "
                                                                   "MarianMTModel"}
                     line(f"peer family={family} train", figures["train"])
                     line(f"peer family={family} generate", figures["generate"])
-            del kept
+            kept = None  # frees the model and batches before the compiled measurements
+            for item in plan:
+                if "compile" in item[2]:
+                    train(*item)
+            kept = None
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             save()
