@@ -64,8 +64,8 @@ def require_given_gpus() -> None:
         raise PipelineError(f"this job was given {what} but torch {torch.__version__} is a CPU-only build: install the "
                             f"CUDA wheel ({cuda_wheel_command()}) and run the job again")
     raise PipelineError(f"this job was given {what} but torch {torch.__version__} (CUDA {torch.version.cuda}) sees no "
-                        f"GPU: check the node's NVIDIA driver (nvidia-smi); an older driver needs the wheel of its CUDA "
-                        f"version ({cuda_wheel_command(CUDA_INDEX.rsplit('/', 1)[0] + '/cu<version>')})")
+                        f"GPU: check the node's NVIDIA driver (nvidia-smi); an older driver needs the wheel of its "
+                        f"CUDA version ({cuda_wheel_command(CUDA_INDEX.rsplit('/', 1)[0] + '/cu<version>')})")
 
 
 def job_device():

@@ -69,7 +69,7 @@ def test_a_gpu_job_whose_torch_sees_no_gpu_stops_in_seconds_naming_the_cuda_whee
 
 
 def test_a_job_on_several_gpus_stops_before_torchrun_starts_a_rank(train_command):
-    """The train rule's launcher for a job of more than one GPU (workflows/rules/train.smk): the check, then torchrun."""
+    """The train rule's launcher for a job of several GPUs (workflows/rules/train.smk): the check, then torchrun."""
     command, root = train_command
     launcher = [sys.executable, "-m", "pipeline.device", "torchrun", "--standalone", "--nproc_per_node", "2", "-m",
                 "pipeline"]

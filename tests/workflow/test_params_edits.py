@@ -26,7 +26,8 @@ def directory_rules() -> set[str]:
     """The rules whose output is a directory() (created as one below)."""
     text = "\n".join(path.read_text(encoding="utf-8") for path in sorted((ROOT / "workflows/rules").glob("*.smk")))
     parts = re.split(r"^rule (\w+):\n", text, flags=re.M)
-    return {name for name, body in zip(parts[1::2], parts[2::2]) if re.search(r"^    output:\s+directory\(", body, re.M)}
+    return {name for name, body in zip(parts[1::2], parts[2::2])
+            if re.search(r"^    output:\s+directory\(", body, re.M)}
 
 
 def dry_run(ws: Path, scale: str, *options: str) -> str:
