@@ -87,6 +87,13 @@ def test_a_job_given_no_gpu_trains_on_the_cpu(train_command):
     proc, _ = run_train(command, CUDA_VISIBLE_DEVICES="")   # the rules' prefix for a job that asks for no GPU
     assert proc.returncode == 0, proc.stderr
     assert json.loads((root / "out" / "train.json").read_text(encoding="utf-8"))["steps"] == 2
+    # given stand-in GPUs (the test cluster's) with PIPELINE_ALLOW_CPU=1: the CPU, as asked
+    proc, _ = run_train(command[:command.index("--run-dir")] + ["--run-dir", str(root / "run2"), "--out-dir",
+                                                                str(root / "out2"), "--curves-dir", str(root / "c2"),
+                                                                "--no-progress"],
+                        CUDA_VISIBLE_DEVICES="0", PIPELINE_ALLOW_CPU="1")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((root / "out2" / "train.json").read_text(encoding="utf-8"))["steps"] == 2
 
 
 @pytest.mark.parametrize("env, gpus", [({}, 0), ({"CUDA_VISIBLE_DEVICES": ""}, 0), ({"CUDA_VISIBLE_DEVICES": "-1"}, 0),
