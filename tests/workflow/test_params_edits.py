@@ -87,13 +87,13 @@ def built(tmp_path_factory):
     return ws, shared, papers
 
 
-def edited(ws: Path, shared: dict, papers: dict, edit) -> tuple[dict, list]:
+def edited(ws: Path, shared: dict, papers: dict, edit, scale: str = "tiny") -> tuple[dict, list]:
     """The jobs planned after `edit(shared, papers)` (on copies); the params are restored afterwards."""
     new_shared, new_papers = copy.deepcopy(shared), copy.deepcopy(papers)
     edit(new_shared, new_papers)
     write_params(ws, new_shared, new_papers)
     try:
-        return planned(ws, "tiny")
+        return planned(ws, scale)
     finally:
         write_params(ws, shared, papers)
 
@@ -161,15 +161,28 @@ def test_a_params_edit_plans_exactly_the_jobs_whose_params_it_changes(built, wha
         assert jobs == []
 
 
-def test_the_zh_en_keys_plan_only_zh_en_jobs_at_paper_scale(tmp_path):
+@pytest.fixture(scope="module")
+def built_paper(tmp_path_factory):
+    """The project's files and params, hao2019 Table 3 built (by touch) at paper scale."""
+    shared, papers = project_params()
+    ws = make_workspace(tmp_path_factory.mktemp("params-edits-paper") / "ws", shared, papers)
+    touch_build(ws, "paper")
+    return ws, shared, papers
+
+
+def test_the_zh_en_keys_plan_only_zh_en_jobs_at_paper_scale(built_paper):
     """At paper scale hao2019's Zh-En corpus reads the two keys: its fetch reruns and what follows from it, nothing of
     En-De."""
-    shared, papers = project_params()
-    ws = make_workspace(tmp_path / "ws", shared, papers)
-    touch_build(ws, "paper")
-    shared["paths"]["manual"].update(ZH_EN_KEYS)
-    write_params(ws, shared, papers)
-    roots, jobs = planned(ws, "paper")
+    ws, shared, papers = built_paper
+    roots, jobs = edited(ws, shared, papers, lambda s, p: s["paths"]["manual"].update(ZH_EN_KEYS), scale="paper")
     assert roots == {"fetch": {"zh-en"}}
     assert {job.rule for job in jobs} >= {"fetch", "train", "translate", "table"}
     assert all(name(job) in ("zh-en", "table3") or name(job).startswith("zhen-") for job in jobs), jobs
+
+
+def test_the_cpu_code_path_retrains_nothing_on_gpus(built_paper):
+    """cpu_math is a param of the model jobs that compute on the CPU only: at paper scale, where they run on GPUs, its
+    edit plans nothing."""
+    ws, shared, papers = built_paper
+    roots, jobs = edited(ws, shared, papers, lambda s, p: set_key(s, "cpu_math", "portable"), scale="paper")
+    assert roots == {} and jobs == []

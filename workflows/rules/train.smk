@@ -73,7 +73,7 @@ rule train:
     params:
         spec=lambda wc: q(train_spec(wc)),
         code=code_of,
-        cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change retrains
+        cpu_math=lambda wc: cpu_math_of(recipe_resources("gpu")(wc)),  # the CPU code path: a change retrains a CPU run
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         stores=lambda wc: " ".join(f"--{split}-{side} {data(P.experiments[wc.exp].corpus, 'bin', f'{split}.{side}')}"
                                    for split in ("train", "valid") for side in ("src", "tgt")),
