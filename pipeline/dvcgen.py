@@ -23,8 +23,9 @@ from pipeline.paths import Paths
 from pipeline.steps import load_steps, step_files
 from pipeline.steps.training import weights_files
 
-# pipeline/job_tree.py: the stage's Snakemake and its jobs stop with DVC
-SMK = "python -m pipeline.job_tree snakemake --profile workflows/profiles/local --quiet rules"
+# pipeline/dvc_stage.py: the local profile at a scale without GPU jobs only (else one line: the route is Slurm, then
+# `dvc commit -f`); the stage's Snakemake and its jobs stop with DVC (pipeline/job_tree.py)
+SMK = "python -m pipeline.dvc_stage snakemake --profile workflows/profiles/local --quiet rules"
 ART = "${paths.artifacts}/${scale}"
 FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
 

@@ -59,6 +59,10 @@ def weights_code(model_spec: dict) -> dict[str, str]:
 def train(args: TrainArgs) -> None:
     import torch
 
+    from pipeline.device import require_given_gpus
+
+    require_given_gpus()  # before anything is read: a GPU job whose torch sees none stops in seconds
+
     from pipeline.checkpoint import load_model
     from pipeline.data.token_store import Pairs, TokenArray
     from pipeline.data.vocab import Vocab

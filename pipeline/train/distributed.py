@@ -6,7 +6,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from pipeline.device import use_gpu
+from pipeline.device import require_given_gpus, use_gpu
 
 
 class Dist:
@@ -22,6 +22,7 @@ class Dist:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         local = int(os.environ.get("LOCAL_RANK", str(self.rank)))
+        require_given_gpus()  # a job given GPUs that torch cannot use stops rather than train on the CPU
         cuda = torch.cuda.is_available()
         self.device = torch.device("cuda", local % max(torch.cuda.device_count(), 1)) if cuda else torch.device("cpu")
         if cuda:

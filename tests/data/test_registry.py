@@ -148,9 +148,13 @@ def test_invalid_utf8_names_file_and_line(server, corpus_files, tmp_path):
 
 
 def test_missing_user_path_names_the_params_key_before_any_download(tmp_path):
-    with pytest.raises(PipelineError, match=r"set params key 'paths\.manual\.wmt17_un_zh_en'.*UNv1\.0\.en-zh\.zh"):
+    with pytest.raises(PipelineError) as missing:
         fetch_corpus("wmt17-zh-en", tmp_path / "out", tmp_path / "cache", manual={})
     assert not (tmp_path / "cache").exists()  # failed before downloading anything
+    # every missing key at once, in one line: the UN and CWMT parts
+    assert "\n" not in str(missing.value) and str(missing.value).startswith("2 licensed parts of wmt17 zh-en are missing: (1) ")
+    assert re.search(r"\(1\) .*set params key 'paths\.manual\.wmt17_un_zh_en'.*UNv1\.0\.en-zh\.zh.*; \(2\) .*"
+                     r"set params key 'paths\.manual\.wmt17_cwmt_zh_en'", str(missing.value))
     manual = {"wmt17_un_zh_en": str(tmp_path / "nowhere"), "wmt17_cwmt_zh_en": str(tmp_path)}
     with pytest.raises(PipelineError, match=r"'paths\.manual\.wmt17_un_zh_en' points to .*nowhere, which does not"):
         fetch_corpus("wmt17-en-zh", tmp_path / "out", tmp_path / "cache", manual=manual)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, run
+from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, project_params, run, write_params
 
 # TOY_HAO2019 with two combined systems (reranking, GMBR) and an analysis (BLEU by length), so that editing a step's
 # module can be seen to make exactly the stages that run it stale
@@ -143,3 +143,25 @@ def test_exp_run_with_one_edit_reruns_only_its_stages(tmp_path):
     assert model.read_bytes() != before
     assert json.loads((model.parent / "train.json").read_text())["resumed_from_step"] == 0
     assert (ws / "artifacts/tiny/runs/ende-base-biarn.set-aside").is_dir()
+
+
+def test_repro_at_paper_scale_refuses_the_local_profile_in_one_line(tmp_path):
+    """Every stage's command names the local profile: at a scale with GPU jobs it stops before Snakemake starts,
+    naming the cluster route (Snakemake with the Slurm profile, then `dvc commit -f -d`); at tiny scale it runs."""
+    shared, papers = project_params()
+    ws = make_workspace(tmp_path / "ws", {**shared, "scale": "paper"}, papers, git=True)
+    proc = run(["dvc", "repro", "table@hao2019-table3"], ws, check=False)
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error: dvc repro runs")]
+    assert proc.returncode != 0 and len(lines) == 1, proc.stdout + proc.stderr
+    assert "scale paper has GPU jobs (training on up to 8 GPUs" in lines[0]
+    assert lines[0].endswith("`snakemake <targets> --profile slurm --config scale=paper`, then record its outputs "
+                             "with `dvc commit -f -d <stage>`")
+    assert not (ws / "artifacts").exists() and not (ws / ".snakemake").exists()   # no Snakemake, no job
+    stage = run(["python", "-m", "pipeline.dvc_stage", "snakemake", "-n", "--profile", "workflows/profiles/local",
+                 "--config", "scale=tiny", "--", "artifacts/tiny/data/zh-en/ready"], ws, check=False)
+    assert stage.returncode == 2 and stage.stderr.count("\n") == 1   # params.yaml's scale, as DVC's stages read it
+    write_params(ws, shared, papers)   # scale: tiny
+    assert stages_run(run(["dvc", "repro", "--dry", "corpus@zh-en"], ws).stdout) == {"corpus@zh-en"}
+    stage = run(["python", "-m", "pipeline.dvc_stage", "snakemake", "-n", "--profile", "workflows/profiles/local",
+                 "--", "artifacts/tiny/data/zh-en/ready"], ws)
+    assert "corpus" in stage.stdout   # the stage's Snakemake ran (a dry run here)

@@ -91,6 +91,7 @@ def test_a_target_of_the_other_scale_stops_the_run_saying_how_to_build_it(fresh_
 
 def test_the_slurm_profile_keeps_each_job_on_one_node_and_keeps_going():
     """A job's GPUs on one node (torchrun --standalone); a failed job (a licensed corpus not supplied) stops only the
-    jobs that need its outputs, not the rest of the build."""
+    jobs that need its outputs, not the rest of the build, and its log is shown with the failure."""
     profile = yaml.safe_load((ROOT / "workflows/profiles/slurm/config.yaml").read_text(encoding="utf-8"))
     assert profile["default-resources"]["nodes"] == 1 and profile["keep-going"] is True
+    assert profile["show-failed-logs"] is True

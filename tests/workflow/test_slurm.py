@@ -39,7 +39,10 @@ def slurm_cluster():
         subprocess.run(["bash", str(CLUSTER / "stop-slurm.sh")], capture_output=True, timeout=120)
 
 
-def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster):
+def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster, monkeypatch):
+    # the cluster's GPUs are stand-ins (/dev/null): its jobs train on the CPU instead of stopping (pipeline/device.py;
+    # Slurm passes the variable on: the plugin submits with --export=ALL)
+    monkeypatch.setenv("PIPELINE_ALLOW_CPU", "1")
     paper = copy.deepcopy(TOY_HAO2019)
     paper["recipes"]["toy"]["resources"]["gpu"] = 1   # scheduled on the cluster's (fake) GPU
     ws = make_workspace(tmp_path / "ws", papers={"hao2019": paper})

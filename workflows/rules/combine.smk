@@ -39,7 +39,7 @@ rule nbest_decode:
         system=alternatives(P.decoded),
     params:
         spec=lambda wc: q(nbest_spec(wc)),
-        cpu_math=P.cpu_math,
+        cpu_math=cpu_math_of(resources_of("translate").gpu),
         hide_gpus=hide_gpus(resources_of("translate").gpu),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),
@@ -131,7 +131,7 @@ rule rerank:
         combo=combos("rerank"),
     params:
         settings=lambda wc: q(P.combinations[wc.combo].settings),
-        cpu_math=P.cpu_math,
+        cpu_math=cpu_math_of(resources_of("rerank").gpu),
         hide_gpus=hide_gpus(resources_of("rerank").gpu),
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),

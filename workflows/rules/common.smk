@@ -74,6 +74,13 @@ def hide_gpus(gpus):
     return "" if gpus else "CUDA_VISIBLE_DEVICES= "
 
 
+def cpu_math_of(gpus):
+    """A model job's cpu_math param: the CPU code path (params.yaml) where the job computes on the CPU, so that a change
+    reruns it; None where it computes on GPUs, which that path does not touch (an edit of the paper scale's cpu_math
+    retrains and decodes nothing)."""
+    return None if gpus else P.cpu_math
+
+
 def job_resources(step):
     """Snakemake's resources of a step's job: memory, wall time, GPUs."""
     declared = resources_of(step)

@@ -6,30 +6,37 @@ localrules:
     fetch,  # downloads run on the submit host: cluster compute nodes often have no internet
 
 
-def test_sets_option(corpus):
-    """--test-sets when the corpus has several (those its source lacks are cut from its test split), else nothing."""
-    return "" if corpus.test_sets == ("test",) else "--test-sets " + " ".join(corpus.test_sets)
+def fetch_args(corpus):
+    """The fetch step's arguments: exactly what the corpus's raw files depend on, so that an edit of anything else
+    (another corpus's licensed key, a BPE setting, the download cache's place) plans no fetch: its source and direction,
+    the split sizes and the seed where its source samples the splits (a remote corpus's are fixed), the licensed keys
+    its source reads (paths.manual.<key>) and its test sets (those its source lacks are cut from its test split)."""
+    spec = get_corpus(corpus.source)
+    args = ["--source", corpus.source, "--src", corpus.src, "--tgt", corpus.tgt]
+    if spec.size_keys:
+        args += ["--seed", P.seed, "--valid-size", corpus.valid_size, "--test-size", corpus.test_size]
+    if spec.manual_keys:
+        args += ["--manual", json.dumps({k: P.manual[k] for k in spec.manual_keys if k in P.manual}, sort_keys=True)]
+    if corpus.test_sets != ("test",):
+        args += ["--test-sets", *corpus.test_sets]
+    return " ".join(shlex.quote(str(arg)) for arg in args)
+
+
+DOWNLOADS = P.downloads  # the download cache: where the files wait, not what they are, so not a param of fetch
 
 
 rule fetch:
     output:
         directory(f"{R}/data/{{corpus}}/raw"),
     params:
-        corpus=lambda wc: P.corpora[wc.corpus],
-        manual=q(P.manual),
-        cache=P.downloads,
-        seed=P.seed,
-        test_sets=lambda wc: test_sets_option(P.corpora[wc.corpus]),
+        args=lambda wc: fetch_args(P.corpora[wc.corpus]),
     threads: threads_of("fetch")
     resources:
         **job_resources("fetch"),
     log:
         f"{R}/logs/fetch/{{corpus}}.log",
     shell:
-        "python -m pipeline fetch --source {params.corpus.source} --src {params.corpus.src} "
-        "--tgt {params.corpus.tgt} --out {output} --cache {params.cache} --manual {params.manual} "
-        "--seed {params.seed} --valid-size {params.corpus.valid_size} --test-size {params.corpus.test_size} "
-        "{params.test_sets} > {log} 2>&1"
+        "python -m pipeline fetch {params.args} --out {output} --cache {DOWNLOADS:q} > {log} 2>&1"
 
 
 def tokenize_mode(corpus, split):

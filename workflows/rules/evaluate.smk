@@ -20,7 +20,7 @@ rule translate:
         system=alternatives(P.decoded),  # the others' outputs: workflows/rules/combine.smk
     params:
         spec=lambda wc: q(P.decoding_of(wc.system)),
-        cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change decodes again
+        cpu_math=cpu_math_of(resources_of("translate").gpu),  # the CPU code path (params.yaml): a change decodes again
         hide_gpus=hide_gpus(resources_of("translate").gpu),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         models=lambda wc, input: " ".join(f"--model {m}" for m in input.models),

@@ -37,10 +37,14 @@ def code_of(wildcards):
 
 
 def launcher(wildcards, resources):
-    """One process per GPU through torchrun (DDP); plain python on one GPU or the CPU."""
+    """One process per GPU through torchrun (DDP); plain python on one GPU or the CPU. A GPU job is told how many it
+    asked for (PIPELINE_GPUS), so that where torch sees none it stops at once with one line naming the CUDA wheel
+    (pipeline/device.py require_given_gpus: in the train step, and before torchrun starts any rank). Not a param (a
+    function of resources): a change retrains nothing."""
     if resources.gpu > 1:
-        return f"torchrun --standalone --nproc_per_node {resources.gpu} -m pipeline"
-    return "python -m pipeline"
+        return (f"PIPELINE_GPUS={resources.gpu} python -m pipeline.device "
+                f"torchrun --standalone --nproc_per_node {resources.gpu} -m pipeline")
+    return f"PIPELINE_GPUS={resources.gpu} python -m pipeline" if resources.gpu else "python -m pipeline"
 
 
 def recipe_resources(key):
@@ -69,7 +73,7 @@ rule train:
     params:
         spec=lambda wc: q(train_spec(wc)),
         code=code_of,
-        cpu_math=P.cpu_math,  # the CPU code path (params.yaml): a change retrains
+        cpu_math=lambda wc: cpu_math_of(recipe_resources("gpu")(wc)),  # the CPU code path: a change retrains a CPU run
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         stores=lambda wc: " ".join(f"--{split}-{side} {data(P.experiments[wc.exp].corpus, 'bin', f'{split}.{side}')}"
                                    for split in ("train", "valid") for side in ("src", "tgt")),

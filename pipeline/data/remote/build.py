@@ -195,9 +195,19 @@ def _append_part(name: str, src_path: Path, tgt_path: Path, out_src: IO, out_tgt
 
 
 def _check_manual(task: RemoteTask, builder: _Builder) -> None:
-    """Fail early, before any download, when a user-supplied path is missing."""
+    """Fail early, before any download, when a user-supplied path is missing: one error (one line) naming every
+    missing or wrong params key of the task at once, so that one run tells the user all they have to supply."""
+    problems = []
     for file, members in task.manual_members().items():
-        builder.manual_path(file, members)
+        try:
+            builder.manual_path(file, members)
+        except PipelineError as err:
+            problems.append(str(err))
+    if len(problems) > 1:
+        raise PipelineError(f"{len(problems)} licensed parts of {task.name} are missing: "
+                            + "; ".join(f"({i}) {problem}" for i, problem in enumerate(problems, start=1)))
+    if problems:
+        raise PipelineError(problems[0])
 
 
 def _materialise(item: ParallelPart | SacrebleuSet, src: str, tgt: str, builder: _Builder) -> tuple[Path, Path, dict]:

@@ -20,7 +20,8 @@ def test_every_hao2019_target_dry_runs_at_paper_scale(tmp_path):
     assert int(jobs["analysis_probing"]) == 5 and int(jobs["table"]) == 5 and int(jobs["figure"]) == 2
     assert "artifacts/paper/models/ende-base-biarn-tJ/model.pt" in dry.stdout
     assert "torchrun --standalone --nproc_per_node 8" in dry.stdout   # 8 GPUs per training job at paper scale
-    assert "OMP_NUM_THREADS=2 torchrun" in dry.stdout  # each of the 8 ranks gets 2 of the job's 16 cores
+    # each of the 8 ranks gets 2 of the job's 16 cores; torchrun starts only once torch sees the job's GPUs
+    assert "OMP_NUM_THREADS=2 PIPELINE_GPUS=8 python -m pipeline.device torchrun" in dry.stdout
 
 
 def test_every_hao2019_target_builds_on_a_toy_corpus(tmp_path):
