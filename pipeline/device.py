@@ -24,9 +24,10 @@ def use_gpu() -> None:
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 
-# The wheel index of torch's CUDA builds; cu130 matches a driver of CUDA 13 (the benchmarks' H200), an older driver
-# takes an older index (cu128, cu126: https://pytorch.org/get-started/locally/).
-CUDA_INDEX = "https://download.pytorch.org/whl/cu130"
+# torch's CUDA builds come from PyTorch's own wheel index, one per CUDA version (its "Get started" page names the
+# address; cu130 matches a driver of CUDA 13, the benchmarks' H200; an older driver takes cu128, cu126, ...)
+CUDA_INDEX = "<PyTorch's cu130 wheel index>"
+OLDER_CUDA_INDEX = "<PyTorch's cu<version> wheel index>"
 GIVEN_GPUS = "PIPELINE_GPUS"  # the GPUs a job asked for, set by the train rule (workflows/rules/train.smk launcher)
 # "1": a job given GPUs that torch cannot use computes on the CPU instead of stopping: for a cluster whose GPUs are
 # stand-ins (tests/cluster/start-slurm.sh's fake GPUs, where tests/workflow/test_slurm.py trains on the CPU)
@@ -68,7 +69,7 @@ def require_given_gpus() -> None:
                             f"CUDA wheel ({cuda_wheel_command()}) and run the job again")
     raise PipelineError(f"this job was given {what} but torch {torch.__version__} (CUDA {torch.version.cuda}) sees no "
                         f"GPU: check the node's NVIDIA driver (nvidia-smi); an older driver needs the wheel of its "
-                        f"CUDA version ({cuda_wheel_command(CUDA_INDEX.rsplit('/', 1)[0] + '/cu<version>')})")
+                        f"CUDA version ({cuda_wheel_command(OLDER_CUDA_INDEX)})")
 
 
 def job_device():

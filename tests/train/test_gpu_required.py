@@ -62,7 +62,7 @@ def test_a_gpu_job_whose_torch_sees_no_gpu_stops_in_seconds_naming_the_cuda_whee
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and proc.stdout == "", proc.stderr + proc.stdout
     assert lines[0].startswith("error: this job was given ") and "but torch" in lines[0]
-    wheel = f"-m pip install torch=={torch.__version__.split('+')[0]} --index-url https://download.pytorch.org/whl/cu"
+    wheel = f"-m pip install torch=={torch.__version__.split('+')[0]} --index-url <PyTorch's cu"
     if torch.version.cuda is None:    # the CPU wheel: the command that installs the CUDA one
         assert "CPU-only build" in lines[0] and wheel in lines[0]
     assert not (root / "run").exists()   # nothing read or written
