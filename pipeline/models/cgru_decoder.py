@@ -7,6 +7,8 @@ the residual variants.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor, nn
 
@@ -16,6 +18,9 @@ from pipeline.models.conditional_gru import ConditionalGRU
 from pipeline.models.layers import Dropout, masked_mean
 from pipeline.models.previous_word_summary import PreviousWordSummary, summarise, summarise_step, zero_first
 from pipeline.models.seq2seq import Decoder, register_decoder
+from pipeline.models.step_compile import BATCH, SEQUENCE, step_function
+
+STEP_DIMS = (BATCH, BATCH, SEQUENCE, SEQUENCE, SEQUENCE, SEQUENCE, SEQUENCE)  # _step's batch and length dimensions
 
 
 def readout_units(embed: int, readout: str) -> int:
@@ -79,26 +84,37 @@ class CGRUDecoder(Decoder):
         return y if d is None else d
 
     def _recur(self, gates_t: Tensor, s: Tensor, past: dict[str, Tensor], keys: Tensor,
-               memory: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor | None]:
+               memory: dict[str, Tensor], step=None) -> tuple[Tensor, Tensor, Tensor | None]:
         """One decoder step: gates_t [B,3h] (GRU_1's input projections), s_{t-1} [B,h], past {"past": s_0..s_{t-1}
         [B,t,h], "past_keys": their projections} (state attention only; extended in place) -> s_t, c_t and s~_t
-        (Self-attentive RNN, else None)."""
-        s_in = s
-        if self.options.state_attention == "memory":  # A.3.2: the recurrence reads s~_t, queried by s_{t-1}
-            s_in = self._attend_states(s, past)
-        s, c, _ = self.cell(gates_t, s_in, keys, memory["enc"], memory["enc_pad"])
-        s_mem = None
-        if self.options.state_attention == "self":  # A.3.3: s~_t over s_0..s_{t-1}, queried by s_t
-            s_mem = self._attend_states(s, past)
-        if self.state_attention is not None:
-            past["past"] = torch.cat([past["past"], s.unsqueeze(1)], 1)
-            past["past_keys"] = torch.cat([past["past_keys"], self.state_attention.project_keys(s).unsqueeze(1)], 1)
+        (Self-attentive RNN, else None). step: _step bound to self, eager or compiled (step_function)."""
+        step = step or functools.partial(CGRUDecoder._step, self)
+        s, c, s_mem, states, state_keys = step(gates_t, s, past.get("past"), past.get("past_keys"), keys,
+                                               memory["enc"], memory["enc_pad"])
+        if states is not None:
+            past["past"], past["past_keys"] = states, state_keys
         return s, c, s_mem
 
-    def _attend_states(self, query: Tensor, past: dict[str, Tensor]) -> Tensor:
-        """s~ = sum_i alpha_i s_i over the previous states: query [B,h] -> [B,h]."""
-        no_pad = torch.zeros(past["past"].shape[:2], dtype=torch.bool, device=query.device)
-        return self.state_attention(query, past["past_keys"], past["past"], no_pad)[0]
+    def _step(self, gates_t: Tensor, s: Tensor, past: Tensor | None, past_keys: Tensor | None, keys: Tensor,
+              enc: Tensor, pad: Tensor) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
+        """_recur as a function of tensors (what speed-up "compile" compiles): past, past_keys [B,t,h] or None ->
+        s_t, c_t, s~_t or None, and past, past_keys extended by s_t (state attention) or None."""
+        s_in = s
+        if self.options.state_attention == "memory":  # A.3.2: the recurrence reads s~_t, queried by s_{t-1}
+            s_in = self._attend_states(s, past, past_keys)
+        s, c, _ = self.cell(gates_t, s_in, keys, enc, pad)
+        s_mem = None
+        if self.options.state_attention == "self":  # A.3.3: s~_t over s_0..s_{t-1}, queried by s_t
+            s_mem = self._attend_states(s, past, past_keys)
+        if self.state_attention is not None:
+            past = torch.cat([past, s.unsqueeze(1)], 1)
+            past_keys = torch.cat([past_keys, self.state_attention.project_keys(s).unsqueeze(1)], 1)
+        return s, c, s_mem, past, past_keys
+
+    def _attend_states(self, query: Tensor, past: Tensor, past_keys: Tensor) -> Tensor:
+        """s~ = sum_i alpha_i s_i over the previous states past [B,t,h] (keys past_keys): query [B,h] -> [B,h]."""
+        no_pad = torch.zeros(past.shape[:2], dtype=torch.bool, device=query.device)
+        return self.state_attention(query, past_keys, past, no_pad)[0]
 
     def _start(self, memory: dict[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         """s_0 and the previous-state memory holding it (state attention)."""
@@ -112,8 +128,9 @@ class CGRUDecoder(Decoder):
         keys, gates = self.cell.attention.project_keys(memory["enc"]), self.cell.input_gates(y)
         s, past = self._start(memory)
         states, contexts, summaries = [], [], []
-        for t in range(y.size(1)):
-            s, c, s_mem = self._recur(gates[:, t], s, past, keys, memory)
+        step = step_function(CGRUDecoder._step, self, y, STEP_DIMS)  # compiled on CUDA (speed-up "compile")
+        for gates_t in gates.unbind(1):  # one backward node for all steps, not one full-size gradient per step
+            s, c, s_mem = self._recur(gates_t, s, past, keys, memory, step)
             states.append(s)
             contexts.append(c)
             summaries.append(s_mem)

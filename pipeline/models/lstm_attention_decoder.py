@@ -24,6 +24,9 @@ from pipeline.models.additive_attention import AdditiveAttention
 from pipeline.models.layers import Dropout, masked_mean
 from pipeline.models.lstm_attention_decoder_options import LSTMAttentionDecoderOptions
 from pipeline.models.seq2seq import Decoder, register_decoder
+from pipeline.models.step_compile import BATCH, SEQUENCE, step_function
+
+STEP_DIMS = (BATCH, BATCH, SEQUENCE, SEQUENCE, SEQUENCE, ())  # _step's batch and source-length dimensions
 
 
 def lstm_step(input_gates: Tensor, h: Tensor, c: Tensor, cell: nn.LSTMCell) -> tuple[Tensor, Tensor]:
@@ -71,13 +74,25 @@ class LSTMAttentionDecoder(Decoder):
     def recur(self, word_gates_t: Tensor, state: dict[str, Tensor], keys: Tensor,
               memory: dict[str, Tensor]) -> dict[str, Tensor]:
         """One step: word_gates_t [B,4h], the state at t-1, keys [B,S,a] (projected) -> the state at t."""
-        c_t, _ = self.attention(state["h0"], keys, memory["enc"], memory["enc_pad"])  # eq. 4-6, query h_{t-1}
-        gates = word_gates_t + F.linear(c_t, self.cells[0].weight_ih[:, self.options.embed:])
-        h, c = lstm_step(gates, state["h0"], state["c0"], self.cells[0])  # eq. 7 / 11
-        new = {"h0": h, "c0": c}
+        names = [f"{x}{layer}" for layer in range(self.options.layers) for x in "hc"]
+        new = self._step(word_gates_t, tuple(state[k] for k in names), keys, memory["enc"], memory["enc_pad"],
+                         self.context_weight())
+        return dict(zip(names, new))
+
+    def context_weight(self) -> Tensor:
+        """Layer 1's input weight on c_t, W[:, e:] of W [e_{t-1}; c_t] (eq. 7 / 11): [4h,c]."""
+        return self.cells[0].weight_ih[:, self.options.embed:]
+
+    def _step(self, word_gates_t: Tensor, state: tuple[Tensor, ...], keys: Tensor, enc: Tensor, pad: Tensor,
+              context_weight: Tensor) -> tuple[Tensor, ...]:
+        """recur as a function of tensors (what speed-up "compile" compiles): state (h0, c0[, h1, c1]) at t-1 ->
+        the same at t; context_weight = context_weight()."""
+        c_t, _ = self.attention(state[0], keys, enc, pad)  # eq. 4-6, query h_{t-1}
+        gates = word_gates_t + F.linear(c_t, context_weight)
+        h, c = lstm_step(gates, state[0], state[1], self.cells[0])  # eq. 7 / 11
         if self.options.layers == 2:  # eq. 12: h'_t = f(h_t, h'_{t-1}), no context (our choice)
-            new["h1"], new["c1"] = self.cells[1](h, (state["h1"], state["c1"]))
-        return new
+            return (h, c, *self.cells[1](h, (state[2], state[3])))
+        return h, c
 
     def output(self, states: dict[str, Tensor]) -> Tensor:
         """The vector W_o reads, then dropout: h_t (eq. 8), h'_t (stacked) or h_t + h'_t (residual, eq. 13);
@@ -91,11 +106,15 @@ class LSTMAttentionDecoder(Decoder):
     def layer_states(self, y: Tensor, memory: dict[str, Tensor]) -> dict[str, Tensor]:
         """Teacher-forced states of every layer: y [B,T,e] -> {"h0", "c0"[, "h1", "c1"]: [B,T,h]}."""
         keys, gates = self.attention.project_keys(memory["enc"]), self.word_gates(y)
-        state, steps = self.initial_state(memory), []
-        for t in range(y.size(1)):
-            state = self.recur(gates[:, t], state, keys, memory)
+        first = self.initial_state(memory)
+        names = list(first)  # h0, c0[, h1, c1]
+        state, steps = tuple(first.values()), []
+        # sliced once (not once a step: one backward node); the step compiled on CUDA (speed-up "compile")
+        context_weight, step = self.context_weight(), step_function(LSTMAttentionDecoder._step, self, y, STEP_DIMS)
+        for gates_t in gates.unbind(1):  # one backward node for all steps, not one full-size gradient per step
+            state = step(gates_t, state, keys, memory["enc"], memory["enc_pad"], context_weight)
             steps.append(state)
-        return {key: torch.stack([s[key] for s in steps], 1) for key in state}
+        return {key: torch.stack([s[i] for s in steps], 1) for i, key in enumerate(names)}
 
     def forward(self, y: Tensor, memory: dict[str, Tensor]) -> Tensor:
         return self.output(self.layer_states(y, memory))

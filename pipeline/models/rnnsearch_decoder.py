@@ -23,6 +23,9 @@ from pipeline.models.layers import Dropout
 from pipeline.models.previous_word_summary import zero_first
 from pipeline.models.rnnsearch_decoder_options import RNNsearchDecoderOptions
 from pipeline.models.seq2seq import Decoder, register_decoder
+from pipeline.models.step_compile import BATCH, SEQUENCE, step_function
+
+STEP_DIMS = (BATCH, BATCH, SEQUENCE, SEQUENCE, SEQUENCE, ())  # _step's batch and source-length dimensions
 
 
 @register_decoder("rnnsearch")
@@ -53,8 +56,17 @@ class RNNsearchDecoder(Decoder):
               memory: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
         """One step: word_gates_t [B,3h] (word_gates at step j), s_{j-1} [B,h], keys [B,S,a] (projected) -> s_j [B,h]
         and a_j [B,c]."""
-        a, _ = self.attention(s_prev, keys, memory["enc"], memory["enc_pad"])  # eq. 2-3, queried by s_{j-1}
-        gates = word_gates_t + F.linear(a, self.gru.weight_ih[:, self.options.embed:])  # W [E y; a] + b
+        return self._step(word_gates_t, s_prev, keys, memory["enc"], memory["enc_pad"], self.context_weight())
+
+    def context_weight(self) -> Tensor:
+        """The GRU's input weight on a_j, W[:, e:] of W [E y; a] (eq. 4): [3h,c]."""
+        return self.gru.weight_ih[:, self.options.embed:]
+
+    def _step(self, word_gates_t: Tensor, s_prev: Tensor, keys: Tensor, enc: Tensor, pad: Tensor,
+              context_weight: Tensor) -> tuple[Tensor, Tensor]:
+        """recur as a function of tensors (what speed-up "compile" compiles), context_weight = context_weight()."""
+        a, _ = self.attention(s_prev, keys, enc, pad)  # eq. 2-3, queried by s_{j-1}
+        gates = word_gates_t + F.linear(a, context_weight)  # W [E y; a] + b
         return gru_step(gates, s_prev, self.gru), a  # eq. 4
 
     def readout(self, s: Tensor, y: Tensor, a: Tensor) -> Tensor:
@@ -67,8 +79,10 @@ class RNNsearchDecoder(Decoder):
         keys, gates = self.attention.project_keys(memory["enc"]), self.word_gates(y)
         s = initial_state(self.init_state, memory)
         states, contexts = [], []
-        for j in range(y.size(1)):
-            s, a = self.recur(gates[:, j], s, keys, memory)
+        # sliced once (not once a step: one backward node); the step compiled on CUDA (speed-up "compile")
+        context_weight, step = self.context_weight(), step_function(RNNsearchDecoder._step, self, y, STEP_DIMS)
+        for gates_j in gates.unbind(1):  # one backward node for all steps, not one full-size gradient per step
+            s, a = step(gates_j, s, keys, memory["enc"], memory["enc_pad"], context_weight)
             states.append(s)
             contexts.append(a)
         return self.readout(torch.stack(states, 1), y, torch.stack(contexts, 1))
