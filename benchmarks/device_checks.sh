@@ -20,7 +20,7 @@ if compgen -G ".whl/*.whl" > /dev/null; then
 fi
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || echo "no nvidia-smi"; } \
     > "$out/gpu.csv" 2>&1
-steps=${STEPS:-base big rnn}  # STEPS="base big": only those
+steps=${STEPS:-base big-search rnn big learning}  # STEPS="base rnn": only those
 step() {  # step NAME LIMIT_S ARGS...: benchmarks/gpu.py with ARGS, its JSON and log under $out
     local name=$1 limit=$2
     shift 2
@@ -30,6 +30,8 @@ step() {  # step NAME LIMIT_S ARGS...: benchmarks/gpu.py with ARGS, its JSON and
     echo "exit $? after ${SECONDS}s"
     grep -E "^(setup|train|search|peer|learning|error)" "$out/$name.log" | cut -c1-400
 }
-step base 200 --families transformer-base --layouts whole rank --ablate --ablate-each --learning 300 --steps 30 "$@"
+step base 140 --families transformer-base --layouts whole rank --ablate --ablate-each --steps 30 "$@"
+step big-search 45 --families transformer-big --no-train --sentences 512 "$@"
+step rnn 105 --families dl4mt rnmt lstm-residual --ablate --no-peer --no-search --steps 8 --repeats 2 "$@"
 step big 150 --families transformer-big --layouts whole rank --ablate --steps 30 --sentences 512 "$@"
-step rnn 110 --families dl4mt rnmt lstm-residual ran-all --ablate --no-peer --steps 15 --sentences 256 "$@"
+step learning 200 --families transformer-base --learning 300 --no-search --no-peer --steps 5 --repeats 1 "$@"

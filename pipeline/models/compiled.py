@@ -29,7 +29,8 @@ class _Guarded:
 
     def __init__(self, module: nn.Module):
         self.module = module
-        self.fn = torch.compile(module, dynamic=True)
+        from pipeline.models.step_compile import inductor_backward_now  # a backward that fails falls back too
+        self.fn = torch.compile(module, dynamic=True, backend=inductor_backward_now)
         self.mode = "compiled"
 
     def __call__(self, *args, **kwargs):
