@@ -14,8 +14,9 @@ Printed: target tokens/s (EOS included), updates/s, peak GPU memory and the mode
 in matrix products (the output projection counted, embedding lookups not), T target tokens a second; beside it the
 share of a bfloat16 GEMM ceiling measured in the same run (8192^3 products).
 
-Speed-ups (pipeline/speedups.py): every measurement names the set it ran with; --ablate measures each family also
-with none of them and, for the first, without each one in turn: one run gives each A/B on the same GPU.
+Speed-ups (pipeline/speedups.py): every measurement names the set it ran with, "default" first; --ablate measures
+each family also with none and with compile added, --ablate-each the first family without each default training
+speed-up and with each optional one: one run gives each A/B on the same GPU.
 --learning N trains the first family N updates with all speed-ups and with none from the same seed and reports both
 loss curves (means of 25-update windows).
 
@@ -399,29 +400,31 @@ def utilisation(figures: dict, peak: float | None, ceiling: float | None) -> Non
         figures["share_of_gemm_ceiling"] = round(figures["model_tflops"] / ceiling, 3)
 
 
-TRAINING_SPEEDUPS = ("no_sync", "fused_qkv", "native_dropout", "bf16_residual")  # the eager ones
+TRAINING_SPEEDUPS = ("no_sync", "native_dropout")  # the default ones a training update takes
+OPTIONAL = ("fused_qkv", "bf16_residual")  # off by default (pipeline/speedups.py): measured when added
 
 
 def variants(args, family: str) -> list[tuple[str, frozenset]]:
-    """(name, speed-ups on) of each training measurement of `family`, compiled ones last (a compilation that runs
-    long costs only itself): every speed-up but compile; with --ablate also none and, with --ablate-each, for the
-    first family all but compile and each eager one in turn; then all of them (compile included)."""
-    from pipeline.speedups import SPEEDUPS
-    every = frozenset(SPEEDUPS)
-    out = [("-compile", every - {"compile"})]
+    """(name, speed-ups on) of each training measurement of `family`: the default set; with --ablate also none and
+    the default plus compile (measured last: a compilation that runs long costs only itself); with --ablate-each,
+    for the first family, the default without each of its training speed-ups and with each optional one."""
+    from pipeline.speedups import DEFAULT
+    out = [("default", DEFAULT)]
     if args.ablate:
         out.append(("none", frozenset()))
         if args.ablate_each and family == args.families[0]:
-            out += [(f"-compile,-{name}", every - {"compile", name}) for name in TRAINING_SPEEDUPS]
-    return out + [("all", every)]
+            out += [(f"-{name}", DEFAULT - {name}) for name in TRAINING_SPEEDUPS]
+            out += [(f"+{name}", DEFAULT | {name}) for name in OPTIONAL]
+        out.append(("+compile", DEFAULT | {"compile"}))
+    return out
 
 
 def search_variants(args) -> list[tuple[str, frozenset]]:
-    """(name, speed-ups on) of each search measurement: all; with --ablate also none and all but static_search."""
-    from pipeline.speedups import SPEEDUPS
-    every = frozenset(SPEEDUPS)
-    return [("all", every)] + ([("none", frozenset()), ("-static_search", every - {"static_search"})]
-                               if args.ablate else [])
+    """(name, speed-ups on) of each search measurement: the default; with --ablate also none, the default without
+    static_search and with fused_qkv."""
+    from pipeline.speedups import DEFAULT
+    return [("default", DEFAULT)] + ([("none", frozenset()), ("-static_search", DEFAULT - {"static_search"}),
+                                      ("+fused_qkv", DEFAULT | {"fused_qkv"})] if args.ablate else [])
 
 
 def main() -> None:
@@ -494,7 +497,7 @@ def main() -> None:
             kept = None
             plan = [(layout, variant, on) for layout in ([] if args.no_train else args.layouts)
                     for variant, on in (variants(args, family) if layout == "whole"
-                                        else [("-compile", frozenset(speedups.SPEEDUPS) - {"compile"})])]
+                                        else [("default", speedups.DEFAULT)])]
 
             def train(layout: str, variant: str, on: frozenset) -> None:
                 nonlocal kept
@@ -546,6 +549,7 @@ def main() -> None:
                                                                   "MarianMTModel"}
                     line(f"peer family={family} train", figures["train"])
                     line(f"peer family={family} generate", figures["generate"])
+                    save()
             kept = None  # frees the model and batches before the compiled measurements
             for item in plan:
                 if "compile" in item[2]:

@@ -13,9 +13,9 @@ torch.set_num_threads(1)
 
 def test_settings_parse_names_and_refuse_unknown_ones():
     every = frozenset(speedups.SPEEDUPS)
-    assert speedups.parse("") == speedups.parse("all") == every
-    assert speedups.parse("none") == frozenset()
-    assert speedups.parse("-compile, -fused_qkv") == every - {"compile", "fused_qkv"}
+    assert speedups.parse("") == speedups.parse("default") == {"no_sync", "native_dropout", "static_search"}
+    assert speedups.parse("all") == every and speedups.parse("none") == frozenset()
+    assert speedups.parse("-no_sync, +compile") == {"native_dropout", "static_search", "compile"}
     assert speedups.parse("no_sync") == {"no_sync"}
     with pytest.raises(PipelineError, match="unknown speed-up.*compiled.*expected"):
         speedups.parse("-compiled")
