@@ -91,7 +91,9 @@ def stages(p: Params) -> dict:
     for name, exp in p.experiments.items():
         files, keys = _keys(exp.params_keys)
         start = [f"models/{exp.init}"] if exp.init else [f"data/{exp.corpus}"]  # the baseline fine-tuned, if any
-        items[name] = {"corpus": exp.corpus, "start": start[0], **_slots("c", code[name], c_width),
+        # a model whose code the trainer's files already hold fills its slots with a trainer file (never '': DVC
+        # refuses an empty dependency)
+        items[name] = {"corpus": exp.corpus, "start": start[0], **_slots("c", code[name] or trainer[:1], c_width),
                        **_slots("f", files, train_keys), **_slots("k", keys, train_keys)}
     out["train"] = _group(items, {
         "cmd": f"{SMK} --allowed-rules {stage_rules('train')} -- {ART}/models/${{key}}/model.pt",

@@ -19,15 +19,10 @@ from pipeline.search import Scored, _collect_finished, _log_probs, _max_lengths,
 
 
 def supports(model) -> bool:
-    """Whether `model` is an encoder-decoder whose decoder is the plain Transformer one (no pattern attention, no
-    relative positions, absolute positions on): what the static step implements."""
+    """Whether `model` is an encoder-decoder whose decoder takes the static step (Decoder.supports_static_step: the
+    plain Transformer decoder, no pattern attention, no relative positions, absolute positions on)."""
     from pipeline.models.seq2seq import EncoderDecoder
-    from pipeline.models.transformer import DecoderLayer, TransformerDecoder
-    if type(model) is not EncoderDecoder or type(model.decoder) is not TransformerDecoder:
-        return False
-    o = model.decoder.options
-    return (model.decoder.patterns is None and not o.rel_pos_k and o.dec_positions
-            and all(type(layer) is DecoderLayer for layer in model.decoder.layers))
+    return type(model) is EncoderDecoder and model.decoder.supports_static_step
 
 
 class StaticStep:

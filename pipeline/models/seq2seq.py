@@ -136,6 +136,11 @@ class Decoder(nn.Module):
         """Select state entries `order` [N]; flat batch-first dicts by default."""
         return index_batch(state, order)
 
+    @property
+    def supports_static_step(self) -> bool:
+        """Whether pipeline/static_search.py's fixed-shape step computes this decoder's step; no by default."""
+        return False
+
     def source_attention(self) -> nn.Module | None:
         """The module whose output is (context, weights [B,S]) once per target step, for alignments; None: none."""
         return None

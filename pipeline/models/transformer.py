@@ -179,6 +179,13 @@ class TransformerDecoder(PatternSide, Decoder):
         self.layers = nn.ModuleList(self.make_layer(i) for i in range(o.dec_layers))
         self.patterns = install_patterns(o.dec_self_attn, self.layers, o.d_model, o.heads, True, o)
 
+    @property
+    def supports_static_step(self) -> bool:
+        """The plain stack: no pattern attention, no relative positions, absolute positions, DecoderLayer layers."""
+        o = self.options
+        return (type(self) is TransformerDecoder and self.patterns is None and not o.rel_pos_k and o.dec_positions
+                and all(type(layer) is DecoderLayer for layer in self.layers))
+
     def make_layer(self, index: int) -> nn.Module:
         """Decoder layer number `index` (0 = bottom)."""
         return DecoderLayer(self.options)

@@ -6,7 +6,7 @@ import torch
 from pipeline import speedups
 from pipeline.errors import PipelineError
 from pipeline.loss import smoothed_loss
-from tests.model_variants import V_SRC, V_TGT, batch, make
+from model_variants import V_SRC, V_TGT, batch, make
 
 torch.set_num_threads(1)
 
@@ -100,7 +100,7 @@ def test_compiled_layers_compute_the_same_function():
 def test_fused_projections_leave_beam_search_unchanged():
     """float32 hypotheses and scores of the same model with and without the incremental fused projections."""
     from pipeline.search import beam_search_nbest
-    from tests.model_variants import sources
+    from model_variants import sources
     model = make("transformer")
     src = sources(V_SRC)
     reference = beam_search_nbest(model, src, nbest=2, beam=3)
@@ -116,7 +116,7 @@ def test_static_search_finds_the_eager_search_hypotheses(length, nbest):
     lengths finishing at different steps."""
     from pipeline import static_search
     from pipeline.search import beam_search_nbest
-    from tests.model_variants import sources
+    from model_variants import sources
     model = make("transformer")
     assert static_search.supports(model) and not static_search.supports(make("relpos"))
     src = sources(V_SRC, lengths=(4, 2, 6, 5), seed=4)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pipeline import speedups
-from tests.train_helpers import read_curve, toy_fit
+from train_helpers import read_curve, toy_fit
 
 
 def test_no_sync_training_follows_the_same_curve_and_refuses_a_non_finite_loss(toy, tmp_path):

@@ -44,7 +44,7 @@ def test_every_werlen2018_target_dry_runs_at_paper_scale(tmp_path):
     assert '"filled": []' in dry.stdout and '"filled": ["' not in dry.stdout  # no filled-in sheets yet
     # the local profile: plain processes on this machine (one GPU per model: no torchrun), no Slurm
     assert "torchrun" not in dry.stdout and "slurm" not in dry.stdout.lower()
-    assert len(re.findall(r"OMP_NUM_THREADS=\d+ python -m pipeline train --spec", dry.stdout)) == 20
+    assert len(re.findall(r"OMP_NUM_THREADS=\d+ PIPELINE_GPUS=1 python -m pipeline train --spec", dry.stdout)) == 20
 
 
 # ------------------------------------------------------------------ toy build
