@@ -100,16 +100,14 @@ def main(argv: list[str]) -> int:
     """`python -m pipeline.device COMMAND...`: run COMMAND (torchrun, for a job on several GPUs) in place of this
     process once require_given_gpus passes; else one line and exit status 2, before torchrun starts any rank (each
     rank would print the line, and torchrun its failure report)."""
-    from pipeline.errors import PipelineError
+    from pipeline.errors import refused
 
     if not argv:
         print("usage: python -m pipeline.device COMMAND [ARG...]", file=sys.stderr)
         return 2
-    try:
-        require_given_gpus()
-    except PipelineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    status = refused(require_given_gpus)
+    if status is not None:
+        return status
     sys.stdout.flush()
     os.execvp(argv[0], argv)
 

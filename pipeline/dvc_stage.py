@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, refused
 
 def gpu_jobs(params) -> str:
     """What asks for GPUs at the params' scale, in words ("" where nothing does): the training recipes and the steps
@@ -45,12 +45,8 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m pipeline.dvc_stage COMMAND [ARG...]", file=sys.stderr)
         return 1
-    try:
-        check_scale()
-    except PipelineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return run(argv)
+    status = refused(check_scale)
+    return run(argv) if status is None else status
 
 
 if __name__ == "__main__":
