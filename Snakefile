@@ -3,6 +3,8 @@
 #   snakemake --cores 2 results/tiny/hao2019/table3.tsv                         # local, tiny scale by default
 #   snakemake results/paper/hao2019/table3.tsv --profile slurm --config scale=paper   # the papers' corpora and
 #                                                    sizes on a Slurm cluster (./slurm -> workflows/profiles/slurm)
+#   snakemake results/smoke/hao2019/table3.tsv --profile slurm --config scale=smoke   # first: the paper scale's models
+#                                                    and code paths on the embedded corpora, minutes on one GPU node
 configfile: "params.yaml"
 report: "workflows/report/workflow.rst"  # the report's front page (make report)
 

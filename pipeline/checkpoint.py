@@ -103,6 +103,18 @@ def verify_checksum(path: Path) -> None:
                         "retrain to write it")
 
 
+def recorded_checksum(path: Path) -> str:
+    """The SHA-256 a checkpoint written by save_atomic carries in its zip comment (read from its last bytes, not
+    recomputed: load_file verifies it); a file without one -> PipelineError naming it."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - COMMENT_LEN))
+        comment = handle.read()
+    if len(comment) != COMMENT_LEN or not comment.startswith(CHECKSUM_PREFIX):
+        raise PipelineError(f"{path}: no checksum at its end; expected a checkpoint {WRITTEN_BY}")
+    return comment[len(CHECKSUM_PREFIX):].decode("ascii", "replace")
+
+
 def load_file(path: Path, device="cpu") -> dict:
     """Load a checkpoint dict written by save_atomic, its checksum verified; any other file -> a one-line
     PipelineError naming it."""

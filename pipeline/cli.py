@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, Stopped
 from pipeline.steps import load_steps
 from pipeline.steps.arguments import add_arguments, from_namespace
 
@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except Stopped as err:  # a run stopped at a signal, its checkpoint written: a retry resumes it
+        print(err, file=sys.stderr)
+        return err.exit_status
     except FileNotFoundError as err:  # a missing input file: one line naming it, not a traceback
         print(f"error: {err.filename or err}: no such file; expected it as an input of `{args.step}`",
               file=sys.stderr)

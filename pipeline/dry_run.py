@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class PlannedJob:
-    """One job block of a dry run: its rule, wildcards, resources and, with -p, its shell command (as Snakemake
-    printed them)."""
+    """One job block of a dry run: its rule, wildcards, resources, why it runs and, with -p, its shell command (as
+    Snakemake printed them)."""
     rule: str
     wildcards: dict
     resources: dict
     shell: str = field(default="", compare=False)
+    reason: str = field(default="", compare=False)
 
 
 def _pairs(line: str | None) -> dict:
@@ -27,8 +28,8 @@ def planned_jobs(text: str) -> list[PlannedJob]:
         rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
         if rule is None:
             continue
-        fields = dict(re.findall(r"^ +(wildcards|resources): (.*)$", block, re.M))
+        fields = dict(re.findall(r"^ +(wildcards|resources|reason): (.*)$", block, re.M))
         shell = re.search(r"^Shell command: (.*)$", block, re.M)
         jobs.append(PlannedJob(rule.group(1), _pairs(fields.get("wildcards")), _pairs(fields.get("resources")),
-                               shell.group(1) if shell else ""))
+                               shell.group(1) if shell else "", fields.get("reason", "")))
     return jobs

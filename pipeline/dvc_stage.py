@@ -2,10 +2,10 @@
 
 A stage runs its Snakemake call with the local profile, on the machine that runs DVC, as one job tree
 (pipeline/job_tree.py: it stops whole with DVC). That is the tiny scale's route. A scale with GPU jobs (paper: training
-on up to 8 GPUs, decoding and analyses on one) is built on a Slurm cluster instead, with Snakemake and the Slurm
-profile, and DVC records the results afterwards (`dvc commit -f -d <stage>`); there the stage refuses in one line,
-before Snakemake starts, rather than run 8-GPU torchrun jobs on a login node. The scale is params.yaml's, as the stage's
-Snakemake would read it (`dvc exp run -S scale=paper` writes it there).
+on up to 8 GPUs, decoding and analyses on one; smoke: the same on one node) is built on a Slurm cluster instead, with
+Snakemake and the Slurm profile, and DVC records the results afterwards (`dvc commit -f -d <stage>`); there the stage
+refuses in one line, before Snakemake starts, rather than run GPU jobs on a login node. The scale is params.yaml's,
+as the stage's Snakemake would read it (`dvc exp run -S scale=paper` writes it there).
 """
 from __future__ import annotations
 

@@ -37,3 +37,8 @@ class Paths:
     def analysis(self, table: str, kind: str, item: str) -> str:
         """The result of one analysis job (one system, column or the whole table)."""
         return self.table(table, kind, f"{item}.json")
+
+    def analysis_cells(self, table: str, kind: str, item: str) -> str:
+        """What an analysis job has finished so far, kept for its retry: under runs/, which is no Snakemake output
+        (Snakemake deletes a failed job's outputs) nor in a DVC stage's outs (DVC deletes those before a rerun)."""
+        return f"{self.root}/runs/tables/{table}/{kind}/{item}.cells.jsonl"

@@ -65,7 +65,8 @@ TOY_HAO2019 = {
     },
 }
 TABLE = "results/tiny/hao2019/table3.tsv"
-PROJECT_FILES = ("Snakefile", "workflows", "pipeline", "slurm", ".dvcignore")
+PROJECT_FILES = ("Snakefile", "workflows", "pipeline", "slurm", ".dvcignore",
+                 "benchmarks/results/gpu_step_times.json")   # the GPU models and step times the time limits read
 
 
 def project_params() -> tuple[dict, dict[str, dict]]:
@@ -143,6 +144,7 @@ def make_workspace(path: Path, shared: dict | None = None, papers: dict[str, dic
         elif source.is_dir():
             shutil.copytree(source, path / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (path / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, path / name)
     write_params(path, copy.deepcopy(shared or TOY_SHARED), copy.deepcopy(papers or {"hao2019": TOY_HAO2019}))
     (path / ".gitignore").write_text((ROOT / ".gitignore").read_text(encoding="utf-8"), encoding="utf-8")

@@ -16,7 +16,7 @@ fi
 started=$(date +%s)
 snakemake=(snakemake --profile workflows/profiles/local --forcerun table figure)
 dry=$("${snakemake[@]}" -n -- "$table" 2>&1) || { echo "$dry" >&2; exit 1; }
-python -m pipeline plan --target "$table" <<< "$dry"   # which systems are trained and which remain
+python -m pipeline plan "$table" --dry-run - <<< "$dry"   # what runs and why; which systems remain to train
 "${snakemake[@]}" -- "$table"
 echo "built $table in $(( $(date +%s) - started )) s"
 cat "${table%.tsv}.md" 2>/dev/null || true

@@ -4,7 +4,8 @@ params.yaml holds what all papers share (scale, seed, paths, decoding and signif
 params/<paper>.yaml holds one paper's corpora, model presets, recipes, systems (experiments, grids,
 ensembles, outputs of outside systems, combinations), tables and figures. Names are global: a paper may use another paper's corpus, preset or recipe.
 Every error names the file and the key (e.g. `params/<paper>.yaml: experiments.<name>.model`) and what
-was expected. Any leaf may be given per scale as `{tiny: ..., paper: ...}`; resolution picks the active scale.
+was expected. Any leaf may be given per scale as `{tiny: ..., paper: ...}`; resolution picks the active scale, and
+the smoke scale derives its values from those two (pipeline/scales.py).
 """
 from __future__ import annotations
 
@@ -66,7 +67,16 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
     max_job_minutes = r.value(raw.get("max_job_minutes", 2880), "max_job_minutes", int)
     if max_job_minutes < 1:
         r.fail("max_job_minutes", f"expected a positive number of minutes, got {max_job_minutes}")
-    house = _House(scale, significance, precision)
+    from pipeline.cost import gpu_models  # torch-free
+    gpu_model = r.value(raw.get("gpu_model", "H200"), "gpu_model", str)
+    if gpu_model not in gpu_models():
+        r.fail("gpu_model", f"expected one of {', '.join(gpu_models())} (the GPU models of "
+                            f"benchmarks/results/gpu_step_times.json), got {gpu_model!r}")
+    smoke_gpus = r.value(raw.get("smoke_gpus", 1), "smoke_gpus", int)
+    if smoke_gpus < 1:
+        r.fail("smoke_gpus", f"expected a positive number of GPUs (at most this many a training run at smoke scale, "
+                             f"on one node), got {smoke_gpus}")
+    house = _House(scale, significance, precision, smoke_gpus)
     for paper, (path, data) in (papers or {}).items():
         house.read(paper, path, data)
     house.resolve()
@@ -78,5 +88,5 @@ def parse_params(raw: Any, source: str = "params.yaml", scale: str | None = None
         decoding=decoding, significance=significance, corpora=house.corpora, models=house.models,
         recipes=house.recipes, experiments=house.experiments, ensembles=house.ensembles, tables=house.tables,
         files={paper: path for paper, (path, _) in (papers or {}).items()}, external=house.external,
-        combinations=house.combinations, cpu_math=cpu_math, max_job_minutes=max_job_minutes,
+        combinations=house.combinations, cpu_math=cpu_math, max_job_minutes=max_job_minutes, gpu_model=gpu_model,
     )

@@ -13,8 +13,8 @@ from pipeline.errors import PipelineError
 class _House:
     """Collects the papers' definitions (names are global), then resolves references between them."""
 
-    def __init__(self, scale: str, significance: dict, precision: str):
-        self.scale, self.significance, self.precision = scale, significance, precision
+    def __init__(self, scale: str, significance: dict, precision: str, smoke_gpus: int = 1):
+        self.scale, self.significance, self.precision, self.smoke_gpus = scale, significance, precision, smoke_gpus
         self.corpora: dict[str, Corpus] = {}
         self.models: dict[str, ModelPreset] = {}
         self.recipes: dict[str, Recipe] = {}
@@ -47,7 +47,7 @@ class _House:
             self.models[name] = ModelPreset(name, paper, _model_spec(r, f"models.{name}", spec))
         for name, spec in r.mapping(raw.get("recipes") or {}, "recipes").items():
             self._claim(r, "recipe", name, f"recipes.{name}")
-            self.recipes[name] = _recipe(r, paper, name, spec, self.precision)
+            self.recipes[name] = _recipe(r, paper, name, spec, self.precision, self.smoke_gpus)
         for name, spec in r.mapping(raw.get("experiments") or {}, "experiments").items():
             self.raw_systems.append((r, paper, f"experiments.{name}", name, r.mapping(spec, f"experiments.{name}"),
                                      ((path, f"experiments.{name}"),)))

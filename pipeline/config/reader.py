@@ -8,9 +8,10 @@ from typing import Any
 
 import yaml
 
-from pipeline.config.types import (CORPUS_KEYS, RESOURCE_KEYS, SCALES, SIDES, TRAIN_FIELDS, Corpus, Recipe,
-                                   Resources)
+from pipeline.config.types import (CORPUS_KEYS, RESOURCE_KEYS, SCALES, SIDES, TRAIN_FIELDS, WRITTEN_SCALES, Corpus,
+                                   Recipe, Resources)
 from pipeline.errors import PipelineError
+from pipeline.scales import SMOKE_MINUTES, smoke_recipe, written_scale
 
 
 class _Reader:
@@ -39,10 +40,15 @@ class _Reader:
                 self.fail(f"{key}.{name}" if key else name, "missing required key")
 
     def scaled(self, value: Any, key: str) -> tuple[Any, str]:
-        """`{tiny:, paper:}` resolved for the active scale (other values unchanged), and the key it sits at."""
+        """`{tiny:, paper:}` resolved for the active scale (other values unchanged), and the key it sits at; smoke
+        takes one of the two (pipeline/scales.py written_scale)."""
         if isinstance(value, dict) and set(value) & set(SCALES):
-            self.keys(value, key, SCALES, required=SCALES)
-            return value[self.scale], f"{key}.{self.scale}"
+            if "smoke" in value:
+                self.fail(f"{key}.smoke", "a per-scale value names tiny and paper only: the smoke scale takes the "
+                                          "paper value, the tiny one where it is about the data (docs/paper-scale.md)")
+            self.keys(value, key, WRITTEN_SCALES, required=WRITTEN_SCALES)
+            scale = written_scale(self.scale, key)
+            return value[scale], f"{key}.{scale}"
         return value, key
 
     def value(self, value: Any, key: str, kind: type):
@@ -148,16 +154,21 @@ def _check_model(r: _Reader, key: str, spec: dict) -> None:
         r.fail(key, str(err))
 
 
-def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str) -> Recipe:
-    """A paper's recipe; its precision defaults to params.yaml's `precision`."""
+def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str, smoke_gpus: int = 1) -> Recipe:
+    """A paper's recipe; its precision defaults to params.yaml's `precision`. At smoke: the paper's on a short schedule,
+    on at most `smoke_gpus` GPUs, for SMOKE_MINUTES (pipeline/scales.py)."""
     from pipeline.recipe import Recipe as TrainRecipe  # torch-free: the one recipe schema
     key = f"recipes.{name}"
     spec = dict(r.mapping(spec, key))
     resources = r.flat(spec.pop("resources", {}), f"{key}.resources", RESOURCE_KEYS)
     train = {"precision": precision, **r.resolved(spec, key)}
     TrainRecipe.from_dict(train, where=f"{r.source}: {key}")
-    defaults = {"gpu": 0, "runtime": 60, "mem_mb": 4000, "cpus": 1}
-    return Recipe(name=name, paper=paper, train=train, resources=Resources(**{**defaults, **resources}))
+    resources = {"gpu": 0, "runtime": 60, "mem_mb": 4000, "cpus": 1, **resources}
+    if r.scale == "smoke":
+        train = smoke_recipe(train)
+        TrainRecipe.from_dict(train, where=f"{r.source}: {key} (at smoke)")
+        resources.update(gpu=min(resources["gpu"], smoke_gpus), runtime=SMOKE_MINUTES)
+    return Recipe(name=name, paper=paper, train=train, resources=Resources(**resources))
 
 
 def _decoding(r: _Reader, raw: Any, key: str) -> dict:

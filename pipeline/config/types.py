@@ -4,10 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.errors import PipelineError
+from pipeline.scales import SCALES, WRITTEN_SCALES  # noqa: F401 (re-exported: tiny | smoke | paper, and those written)
 
-SCALES = ("tiny", "paper")
 PAPERS_DIR = "params"  # params/<paper>.yaml, beside params.yaml
-SHARED_KEYS = ("scale", "seed", "precision", "cpu_math", "max_job_minutes", "paths", "decoding", "significance")
+SHARED_KEYS = ("scale", "seed", "precision", "cpu_math", "max_job_minutes", "gpu_model", "smoke_gpus", "paths",
+               "decoding", "significance")
 PAPER_KEYS = ("corpora", "models", "recipes", "experiments", "grids", "ensembles", "external", "combinations", "tables",
               "figures")
 RESOURCE_KEYS = {"gpu": int, "runtime": int, "mem_mb": int, "cpus": int}
@@ -52,7 +53,7 @@ class ModelPreset:
 class Resources:
     """What a training job asks the cluster for."""
     gpu: int
-    runtime: int
+    runtime: int  # minutes of a run without GPUs; one with GPUs takes its cost estimate's (Params.train_minutes)
     mem_mb: int
     cpus: int
 
@@ -221,11 +222,21 @@ class Params:
     combinations: dict[str, Combination] = field(default_factory=dict)
     cpu_math: str = "native"  # pipeline.cpu_math: portable (the same bits on any x86-64 CPU) | native
     max_job_minutes: int = 2880  # the longest time limit a job asks for; a longer training run takes several jobs
+    gpu_model: str = "H200"      # the GPU the time limits of runs with GPUs assume (pipeline/cost.py)
+
+    def train_minutes(self, experiment: str) -> int:
+        """A training run's whole time limit: its recipe's runtime on the CPU; with GPUs, MARGIN x its cost estimate
+        on gpu_model (pipeline/cost.py run_minutes)."""
+        resources = self.recipes[self.experiments[experiment].recipe].resources
+        if not resources.gpu or self.scale == "smoke":   # smoke: SMOKE_MINUTES (pipeline/scales.py)
+            return resources.runtime
+        from pipeline.cost import run_minutes
+        return run_minutes(self, experiment)
 
     def train_slices(self, experiment: str) -> int:
-        """The jobs (time slices) a training run takes: its recipe's minutes over max_job_minutes, rounded up; each
-        resumes from the previous one's last checkpoint."""
-        return -(-self.recipes[self.experiments[experiment].recipe].resources.runtime // self.max_job_minutes)
+        """The jobs (time slices) a training run takes: its minutes over max_job_minutes, rounded up; each resumes
+        from the previous one's last checkpoint."""
+        return -(-self.train_minutes(experiment) // self.max_job_minutes)
 
     @property
     def systems(self) -> dict:

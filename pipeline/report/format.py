@@ -195,6 +195,14 @@ def standin_lines(facts: dict, columns: tuple[str, ...], label: Callable = pair_
             "not absolute scores", *standins]
 
 
+def training_words(scale: str, models: str = "") -> str:
+    """How a scale on the embedded data trains, in a footer's words: small models (`models`) and short training at
+    tiny; the paper's models and a few hundred updates at smoke (pipeline/scales.py)."""
+    if scale == "tiny":
+        return f"small models{f' ({models})' if models else ''} and short training"
+    return "the paper's models and a few hundred updates"
+
+
 def is_standin(facts: dict, columns: tuple[str, ...]) -> bool:
     """True if any of the columns' corpora is a stand-in."""
     return any(facts.get("corpora", {}).get(col, "").startswith("standin-") for col in columns)

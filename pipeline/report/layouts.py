@@ -15,6 +15,9 @@ from matplotlib.figure import Figure
 from pipeline.errors import PipelineError
 from pipeline.report.table import Table
 
+SMOKE_LINE = ("smoke scale: a check that the paper scale's models, recipes and code paths build this on GPUs, trained "
+              "for a few hundred updates on the embedded corpora; its numbers are no result (docs/paper-scale.md)")
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -58,7 +61,8 @@ def load_papers() -> dict[str, Layout]:
 def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
     """Run the layout `name`: (table, figure), figure None for a table layout; unknown name -> PipelineError.
     Every table's footer ends with the precision its systems were trained and decoded at (facts["precision"]) and
-    what they were computed with (facts["compute"]: torch, and on the CPU its code path and threads)."""
+    what they were computed with (facts["compute"]: torch, and on the CPU its code path and threads); at smoke scale,
+    after a line saying its numbers are no result (SMOKE_LINE)."""
     load_papers()
     if name not in LAYOUTS:
         raise PipelineError(f"layout {name!r}: unknown; known layouts: {', '.join(sorted(LAYOUTS)) or 'none'}")
@@ -75,6 +79,8 @@ def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
     else:
         raise PipelineError(f"layout {name!r}: expected a Table from a table layout (figure=False), "
                             f"got {type(result).__name__}")
+    if facts.get("scale") == "smoke":
+        table.footer.append(SMOKE_LINE)
     if facts.get("precision"):
         table.footer.append(f"precision (training and decoding): {facts['precision']}")
     if facts.get("compute"):  # what the bits depend on (pipeline/cpu_math.py)

@@ -11,12 +11,12 @@ pipeline/papers/<paper>/ (imported by load_steps).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from pipeline.errors import PipelineError
+from pipeline.scales import SMOKE_MINUTES, WRITTEN_SCALES
 
-SCALES = ("tiny", "paper")
 STAGES = ("corpus", "train", "eval", "table")  # dvc.yaml's stage groups (pipeline/dvcgen.py)
 STEP_MODULES = ("pipeline.steps.project", "pipeline.steps.data", "pipeline.steps.training",
                 "pipeline.steps.decoding", "pipeline.steps.scoring", "pipeline.steps.significance", "pipeline.steps.external",
@@ -35,7 +35,7 @@ class Resources:
     alone: bool = False
 
 
-DEFAULT_RESOURCES = {scale: Resources() for scale in SCALES}
+DEFAULT_RESOURCES = {scale: Resources() for scale in WRITTEN_SCALES}  # smoke: derived from paper's (register_step)
 # a step that runs a model (beam search, rescoring, teacher-forced analyses): on one GPU at paper scale, where the
 # papers' test sets take seconds to minutes (a CPU thread would take hours); the tiny scale's CPU elsewhere
 MODEL_RESOURCES = {"tiny": Resources(), "paper": Resources(threads=4, mem_mb=16000, runtime=120, gpu=1)}
@@ -68,9 +68,11 @@ def register_step(name: str, args: type, *, help: str, rules: tuple[str, ...] = 
     if stage is not None and stage not in STAGES:
         raise PipelineError(f"step {name!r}: stage {stage!r}; expected one of {', '.join(STAGES)}")
     resources = dict(DEFAULT_RESOURCES if resources is None else resources)
-    if set(resources) != set(SCALES):
+    if set(resources) != set(WRITTEN_SCALES):
         raise PipelineError(f"step {name!r}: resources for {sorted(resources)}; expected one per scale "
-                            f"({', '.join(SCALES)})")
+                            f"({', '.join(WRITTEN_SCALES)}; smoke takes paper's)")
+    paper = resources["paper"]   # smoke: the paper scale's resources (GPUs included) for at most SMOKE_MINUTES
+    resources["smoke"] = replace(paper, runtime=min(paper.runtime, SMOKE_MINUTES))
 
     def register(fn: Callable) -> Callable:
         known = STEPS.get(name)

@@ -129,7 +129,14 @@ class LearnBpeArgs:
                                              "codes at all); apply-bpe --copy passes the others through")
 
 
-@register_step("learn-bpe", LearnBpeArgs, rules=("learn_bpe",), stage="corpus",
+# learn-bpe at paper scale (docs/performance.md (l), benchmarks/results/learn_bpe_scaling.json): one core (subword-nmt
+# counts and merges in one process); memory and time grow with the word types. Estimated for a 40-million-pair
+# corpus (13.6M types in a joint vocabulary): 24.6 GB, at most about 250 minutes with 40,000 merges; asked: 1.3x and
+# 1.7x that
+LEARN_BPE = {"tiny": Resources(), "paper": Resources(threads=1, mem_mb=32000, runtime=420)}
+
+
+@register_step("learn-bpe", LearnBpeArgs, rules=("learn_bpe",), stage="corpus", resources=LEARN_BPE,
                help="learn BPE codes (joint or one per language)")
 def learn_bpe(args: LearnBpeArgs) -> None:
     from pipeline.data.subword import learn_bpe as learn

@@ -8,6 +8,7 @@ from pathlib import Path
 from pipeline.cost import MEASUREMENTS
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
+from pipeline.scales import SCALES
 from pipeline.steps import register_step
 from pipeline.steps.arguments import arg
 
@@ -15,7 +16,7 @@ from pipeline.steps.arguments import arg
 @dataclass
 class CheckConfigArgs:
     params: str = arg("params.yaml", help="params.yaml (the papers' files are read from params/ beside it)")
-    scale: str | None = arg(None, choices=("tiny", "paper"), help="check this scale (default: params.yaml's)")
+    scale: str | None = arg(None, choices=SCALES, help="check this scale (default: params.yaml's)")
 
 
 @register_step("check-config", CheckConfigArgs, help="validate params.yaml and the papers' params files")
@@ -31,7 +32,7 @@ def check_config(args: CheckConfigArgs) -> None:
 class TargetsArgs:
     params: str = arg("params.yaml")
     paper: str | None = arg(None, help="only this paper's")
-    scale: str | None = arg(None, choices=("tiny", "paper"), help="at this scale (default: params.yaml's)")
+    scale: str | None = arg(None, choices=SCALES, help="at this scale (default: params.yaml's)")
 
 
 @register_step("targets", TargetsArgs, help="print the table and figure targets the params files define")
@@ -44,40 +45,75 @@ def targets(args: TargetsArgs) -> None:
 
 @dataclass
 class PlanArgs:
-    target: str = arg(help="a table or figure, results/<scale>/<paper>/<name>.tsv")
-    dry_run: str = arg("-", help="the output of `snakemake -n` for it (- : standard input)")
+    targets: list[str] = arg([], positional=True, help="tables or figures, results/<scale>/<paper>/<name>.tsv (default: "
+                                                       "every one of the scale)")
+    config: list[str] = arg([], help="Snakemake's --config values, e.g. scale=paper gpu_model=A100")
+    dry_run: str | None = arg(None, help="read this `snakemake -n` printout (- : standard input) instead of running one")
     params: str = arg("params.yaml")
+    step_times: str = arg(str(MEASUREMENTS), help="step times measured on a GPU (JSON), for the GPU-hours")
 
 
-@register_step("plan", PlanArgs, help="say which systems of a table are trained and which remain (from a dry run)")
+@register_step("plan", PlanArgs, help="say what a build will run and why, and the GPU-hours it will spend, before it "
+                                      "starts (from a dry run)")
 def plan(args: PlanArgs) -> None:
+    import subprocess
     import sys
 
     from pipeline.config import load_params
+    from pipeline.cost import Estimator, load_measurements
     from pipeline.dry_run import planned_jobs
-    params = load_params(args.params)
-    table = next((t for t in params.tables.values() if t.target == args.target), None)
-    if table is None:
-        raise PipelineError(f"{args.target}: not a table or figure of the params files; expected one of "
-                            f"`python -m pipeline targets`")
-    text = sys.stdin.read() if args.dry_run == "-" else Path(args.dry_run).read_text(encoding="utf-8")
+    from pipeline.planning import plan_lines, systems_line, total_line
+
+    config = dict(item.partition("=")[::2] for item in args.config)
+    params = load_params(args.params, scale=config.get("scale"))
+    tables = {t.target: t for t in params.tables.values()}
+    unknown = [t for t in args.targets if t not in tables]
+    if unknown:
+        raise PipelineError(f"{', '.join(unknown)}: not a table or figure at scale {params.scale}; expected one of "
+                            f"`python -m pipeline targets --scale {params.scale}`")
+    if args.dry_run is None:
+        dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config", *args.config,
+                              "--", *(args.targets or sorted(tables))], capture_output=True, text=True)
+        if dry.returncode != 0:
+            raise PipelineError(f"the dry run of the targets failed:\n{dry.stderr[-3000:]}{dry.stdout[-3000:]}")
+        text = dry.stdout
+    else:
+        text = sys.stdin.read() if args.dry_run == "-" else Path(args.dry_run).read_text(encoding="utf-8")
     jobs = planned_jobs(text)
-    to_train = sorted({job.wildcards["exp"] for job in jobs if job.rule == "train"})
-    to_score = sorted({job.wildcards["system"] for job in jobs if job.rule == "score"})
-    needed = sorted({m for system in table.systems() for m in params.members(system)} | set(to_train))
-    done = [name for name in needed if name not in to_train]
-    print(f"{args.target}: {len(needed)} trained systems, {len(done)} done"
-          + (f" ({', '.join(done)})" if done else "")
-          + f", {len(to_train)} to train" + (f" ({', '.join(to_train)})" if to_train else "")
-          + f"; {len(to_score)} to decode and score")
+    for target in args.targets:
+        table = tables[target]
+        print(systems_line(target, [m for system in table.systems() for m in params.members(system)], jobs))
+    if not jobs:
+        print("nothing to run: every output is up to date")
+        return
+    hours, gpu = None, config.get("gpu_model", params.gpu_model)
+    label = f"{gpu} (time limits assume it)"
+    if params.scale == "smoke":  # a few hundred updates on the embedded corpora: at most the jobs' limits
+        gpu = label = "the GPUs asked, at most for their time limits"
+
+        def hours(job) -> float:
+            return int(job.resources.get("gpu", 0) or 0) * int(job.resources.get("runtime", 0) or 0) / 60
+    elif any(int(job.resources.get("gpu", 0) or 0) > 0 for job in jobs):
+        estimator = Estimator(params, load_measurements(args.step_times), gpu)
+
+        def hours(job) -> float:
+            if int(job.resources.get("gpu", 0) or 0) == 0:
+                return 0.0
+            return estimator.run(job.wildcards["exp"]).gpu_hours if job.rule == "train" else \
+                estimator.step_hours(job.rule)
+    print(f"{params.scale} scale: what runs and why" + (f", GPU-hours on {label}" if hours else ""))
+    print("\n".join(plan_lines(jobs, hours)))
+    print(total_line(jobs, hours, gpu))
 
 
 @dataclass
 class CostArgs:
     targets: list[str] = arg([], positional=True, help="tables or figures (default: every one of the scale)")
-    scale: str = arg("paper", choices=("tiny", "paper"))
+    scale: str = arg("paper", choices=SCALES)
     params: str = arg("params.yaml")
     step_times: str = arg(str(MEASUREMENTS), help="step times measured on a GPU (JSON, the GPU named)")
+    gpu: str | None = arg(None, help="the GPU model to estimate for (default: params.yaml's gpu_model): the measured "
+                                     "one or one the step times scale to (H200, H100, A100, V100)")
     runs: bool = arg(False, help="also one line per training run")
 
 
@@ -87,37 +123,48 @@ def cost(args: CostArgs) -> None:
     import subprocess
     import sys
 
+    from dataclasses import replace
+
     from pipeline.config import load_params
     from pipeline.cost import HEADER, MARGIN, Estimator, costs_by_paper, load_measurements
     from pipeline.dry_run import planned_jobs
 
     params = load_params(args.params, scale=args.scale)
+    measurements = load_measurements(args.step_times)
+    gpu = args.gpu or params.gpu_model
+    if gpu not in measurements.gpu_models:
+        raise PipelineError(f"--gpu: expected one of {', '.join(measurements.gpu_models)} (the GPU models of "
+                            f"{os.path.relpath(args.step_times)}), got {gpu!r}")
+    params = replace(params, gpu_model=gpu)   # the time limits the dry run plans: for this GPU
     tables = {t.target for t in params.tables.values()}
     unknown = [t for t in args.targets if t not in tables]
     if unknown:
         raise PipelineError(f"{', '.join(unknown)}: not a table or figure at scale {args.scale}; expected one of "
                             f"`python -m pipeline targets --scale {args.scale}`")
-    estimator = Estimator(params, load_measurements(args.step_times))
+    estimator = Estimator(params, measurements)
     dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", "--config",
-                          f"scale={args.scale}", "--", *(args.targets or sorted(tables))], capture_output=True,
-                         text=True)
+                          f"scale={args.scale}", f"gpu_model={gpu}", "--", *(args.targets or sorted(tables))],
+                         capture_output=True, text=True)
     if dry.returncode != 0:
         raise PipelineError(f"the dry run of the targets failed:\n{dry.stderr[-3000:]}{dry.stdout[-3000:]}")
     rows, runs = costs_by_paper(estimator, planned_jobs(dry.stdout))
-    print(f"{args.scale} scale; step times measured on {estimator.m.gpu} ({os.path.relpath(args.step_times)}); "
-          f"every job counted (snakemake -n --forceall); time limits: {MARGIN:g} x the estimate; CPU-h: the cores "
-          f"the GPU jobs hold (the CPU-only jobs' time is not estimated)")
+    model = measurements.gpu_models[gpu]
+    scaled = "measured" if gpu in measurements.gpu else \
+        f"scaled from {measurements.gpu} x {model['time_factor']:g}, not measured ({model['basis']})"
+    print(f"{args.scale} scale; GPU {gpu}: {scaled}; step times of {os.path.relpath(args.step_times)}, each run in "
+          f"its layout (a recipe's batch over its GPUs); every job counted (snakemake -n --forceall); time limits: "
+          f"{MARGIN:g} x the estimate; CPU-h: the cores the GPU jobs hold (the CPU-only jobs' time is not estimated)")
     for r in runs if args.runs else ():
-        print(f"  {r.experiment}: {r.family}, {r.updates:,} updates, {r.target_tokens / 1e9:.2f}G target tokens, "
-              f"{r.gpu_hours:.1f} GPU-h = {r.wall_hours:.1f} h on {r.gpus} GPU(s); time limit "
-              f"{r.limit_minutes / 60:g} h (needs {r.needed_minutes / 60:.1f} h)")
+        print(f"  {r.experiment}: {r.family}, {r.gpus} GPU(s) x {r.per_rank} an update, {r.updates:,} updates, "
+              f"{r.target_tokens / 1e9:.2f}G target tokens, {r.gpu_hours:.1f} GPU-h = {r.wall_hours:.1f} h; time "
+              f"limit {r.asked_minutes / 60:.1f} h (needs {r.needed_minutes / 60:.1f} h)")
     print("\t".join(HEADER))
     for row in rows:
         print("\t".join(f"{v:,.0f}" if isinstance(v, float) else str(v) for v in row))
     for r in runs:
-        if r.limit_minutes < r.needed_minutes:
-            print(f"warning: {r.experiment}'s time limit ({r.limit_minutes} min, its recipe's runtime) is under "
-                  f"{MARGIN:g} x its estimate: raise it to {r.needed_minutes}", file=sys.stderr)
+        if r.asked_minutes < r.needed_minutes and args.scale != "smoke":   # smoke: SMOKE_MINUTES (pipeline/scales.py)
+            print(f"warning: {r.experiment}'s jobs ask {r.asked_minutes} min in all (the train rule's runtime x its "
+                  f"slices), under {MARGIN:g} x its estimate on {gpu} ({r.needed_minutes} min)", file=sys.stderr)
 
 
 @dataclass
@@ -163,7 +210,7 @@ def compare(args: CompareArgs) -> None:
 class DescribeArgs:
     experiment: str = arg(positional=True, help="an experiment's name")
     params: str = arg("params.yaml")
-    scale: str | None = arg(None, choices=("tiny", "paper"))
+    scale: str | None = arg(None, choices=SCALES)
     vocab: int | None = arg(None, help="vocabulary size per side (default: the corpus's vocab_size, else its BPE "
                                        "merges)")
 

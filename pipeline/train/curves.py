@@ -25,8 +25,8 @@ class CurveLog:
         from tqdm import tqdm
 
         self.dir = run_dir / "dvclive"
-        if resume_step > 0:
-            _truncate_curves(self.dir, resume_step)
+        # the furthest step an earlier attempt logged (0: none); its rows after resume_step are dropped
+        self.logged_before = _truncate_curves(self.dir, resume_step) if resume_step > 0 else 0
         self.live = _local_live(self.dir, resume=resume_step > 0)
         self.bar = tqdm(total=total_steps, initial=resume_step, disable=not progress, desc="train",
                         dynamic_ncols=True, file=sys.stderr)
@@ -107,15 +107,17 @@ def _local_live(live_dir: Path, resume: bool):
     return LocalLive(dir=str(live_dir), resume=resume, save_dvc_exp=False, dvcyaml=None)
 
 
-def _truncate_curves(live_dir: Path, step: int) -> None:
+def _truncate_curves(live_dir: Path, step: int) -> int:
     """Prepare curves for resuming at `step`: drop rows logged after it (or cut short by a kill) and an
-    unreadable summary (dvclive rewrites it at the next log)."""
+    unreadable summary (dvclive rewrites it at the next log); return the furthest complete row's step (0: none)."""
+    furthest = 0
     for tsv in sorted((live_dir / "plots" / "metrics").rglob("*.tsv")) if live_dir.exists() else []:
         lines = tsv.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
         if not lines or not lines[0].endswith("\n"):
             tsv.unlink()
             continue
         header = lines[0].rstrip("\r\n").split("\t")
+        furthest = max([furthest] + [s for s in (_row_step(ln, header) for ln in lines[1:]) if s != math.inf])
         kept = [lines[0]] + [ln for ln in lines[1:] if _row_step(ln, header) <= step]
         with atomic_open(tsv) as handle:
             handle.writelines(kept)
@@ -126,6 +128,7 @@ def _truncate_curves(live_dir: Path, step: int) -> None:
         pass
     except ValueError:
         summary.unlink()
+    return int(furthest)
 
 
 def _row_step(line: str, header: list[str]) -> float:

@@ -13,6 +13,7 @@ from pipeline.recipe import Recipe
 from pipeline.train.distributed import Dist
 from pipeline.train.run_dir import run_lock
 from pipeline.train.state import restart_policy, run_key
+from pipeline.train.stopping import StopSignals
 from pipeline.train.trainer import Trainer
 
 META_KEYS = ("model", "src_vocab_size", "tgt_vocab_size")
@@ -35,7 +36,9 @@ def fit(model, train: Pairs | tuple[list[list[int]], list[list[int]]],
     <run_dir>.lock is held while training (one trainer per run). init_state: weights to start
     from (fine-tuning; train.json lists the parameters left fresh). recipe.precision is resolved for the device
     (pipeline.precision) and kept as meta["precision"]: part of the run key, in train.json and in model.pt, whose
-    decoding follows it. Under torchrun (WORLD_SIZE > 1) every rank
+    decoding follows it. A SIGTERM or SIGUSR1 (Slurm's warning before a time limit, the limit itself) stops the
+    run after the update in hand: a checkpoint, then pipeline.train.stopping.Stopped (exit status 75; a rerun
+    resumes with nothing lost). Under torchrun (WORLD_SIZE > 1) every rank
     calls fit; rank 0 writes files. Returns the summary written to train.json.
     """
     train, valid = Pairs.of(train, "train"), Pairs.of(valid, "valid")
@@ -57,7 +60,8 @@ def fit(model, train: Pairs | tuple[list[list[int]], list[list[int]]],
             if why:
                 print(f"{run_dir}: finished run not reused, training afresh ({why})", file=sys.stderr)
         dist_.barrier()
-        trainer = Trainer(model, train, valid, recipe, run_dir, meta, dist_, progress, key)
+        signals = stack.enter_context(StopSignals())  # Slurm's warning or limit: checkpoint, then Stopped
+        trainer = Trainer(model, train, valid, recipe, run_dir, meta, dist_, progress, key, signals)
         trainer.dropped_too_long = {"train": n_train, "valid": n_valid, "limit": limit}
         trainer.start(init_state)
         try:

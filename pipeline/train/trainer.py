@@ -17,7 +17,7 @@ import torch
 from pipeline import speedups
 from pipeline.checkpoint import average_checkpoints, load_file, model_record, save_atomic
 from pipeline.data.batching import encode_source, make_batch, pad
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, Stopped
 from pipeline.fileio import atomic_open
 from pipeline.loss import smoothed_loss
 from pipeline.models.registry import count_parameters, init_from
@@ -26,6 +26,7 @@ from pipeline.recipe import Recipe
 from pipeline.train.builders import build_batches, build_optimizer, build_scheduler, loss_denominator
 from pipeline.train.curves import CurveLog
 from pipeline.train.distributed import Dist
+from pipeline.train.stopping import StopSignals
 from pipeline.train.state import (COMPLETE, SNAPSHOTS, STATE_FORMAT, Progress, _beyond, _differences, _plain,
                                   _snapshot_name, get_rng_state, run_environment, set_rng_state)
 
@@ -45,8 +46,10 @@ class Trainer:
     """Runs the loop of fit(); see fit() for the contract."""
 
     def __init__(self, model, train, valid, recipe: Recipe, run_dir: Path, meta: dict, dist_: Dist,
-                 progress: bool, key: dict):
+                 progress: bool, key: dict, signals: StopSignals | None = None):
         self.dropped_too_long: dict = {}  # set by fit (within_length)
+        self.signals = signals  # a caught SIGTERM/SIGUSR1 stops the run after the update in hand (stop_if_asked)
+        self._saved_step = -1  # the step of the last checkpoint written
         self.recipe, self.run_dir, self.meta, self.dist = recipe, Path(run_dir), meta, dist_
         self.precision = meta["precision"]
         self.model = model.to(dist_.device)
@@ -89,9 +92,21 @@ class Trainer:
             random.seed(self.recipe.seed)
             np.random.seed(self.recipe.seed % 2**32)
         r = self.recipe
-        total = r.max_steps or r.max_epochs * len(self._batches(0))
+        total = self.total_steps = r.max_steps or r.max_epochs * len(self._batches(0))
         self.log = (CurveLog(self.run_dir, self.state.step, total, self.progress, self.state.tokens,
                              label=self.meta.get("experiment")) if self.dist.main else None)
+        if self.log and self.resumed_from:
+            self.log.note(self._resume_line(total))
+
+    def _resume_line(self, total: int) -> str:
+        """`resuming from step 400/600 (runs/x/last.pt)`, and the updates an earlier attempt trained past that
+        checkpoint (the furthest step its curves logged), which this attempt trains again."""
+        line = f"{self.log.label}resuming from step {self.resumed_from}/{total} ({self.run_dir / 'last.pt'})"
+        lost = self.log.logged_before - self.resumed_from
+        if lost > 0:
+            line += (f"; the attempt before logged step {self.log.logged_before}: at least {lost} updates lost "
+                     f"(killed without a checkpoint), trained again")
+        return line
 
     def _resume(self, ckpt: dict, path: Path) -> None:
         """Load weights, optimizer, scheduler, progress and RNG states; refuse a checkpoint of a different run."""
@@ -218,13 +233,15 @@ class Trainer:
     def _record(self, kept: dict | None = None, step: int | None = None) -> dict:
         return model_record(self.model, self.meta, self.state.step if step is None else step, kept)
 
-    def save_state(self) -> None:
+    def save_state(self, snapshot: bool = True) -> None:
         """Atomically write run_dir/last.pt (rank 0), with every rank's random state; for keep: average also
-        the weights of this checkpoint (run_dir/average/, the last average_last kept)."""
+        the weights of this checkpoint (run_dir/average/, the last average_last kept) unless not a `snapshot` (a
+        checkpoint at a signal, off the recipe's cadence)."""
         self.flush_losses()
         s = self.state
         rngs = self.dist.gather(get_rng_state())
-        if self.recipe.keep == "average" and s.snapshots[-1:] != [s.step]:
+        self._saved_step = s.step
+        if snapshot and self.recipe.keep == "average" and s.snapshots[-1:] != [s.step]:
             s.snapshots = (s.snapshots + [s.step])[-self.recipe.average_last:]
             if self.dist.main:
                 save_atomic(self._record(), self.run_dir / SNAPSHOTS / _snapshot_name(s.step))
@@ -316,6 +333,7 @@ class Trainer:
                     self._validate_and_keep_best()
                 if s.step % r.checkpoint_every == 0:
                     self.save_state()
+                self.stop_if_asked()
             if s.position >= len(batches):
                 s.epoch, s.position = s.epoch + 1, 0
         if s.window[3]:
@@ -323,6 +341,23 @@ class Trainer:
         if s.valid_step != s.step:
             self._validate_and_keep_best()
         self.save_state()
+
+    def stop_if_asked(self) -> None:
+        """After an update: if a rank caught a stop signal, checkpoint (unless this step's is written) and raise
+        Stopped, every rank at the same step (under DDP the ranks agree by an all-reduce each update)."""
+        caught = self.signals.name if self.signals else None
+        if self.dist.world > 1:  # every rank joins the all-reduce, every update
+            anyone = self.dist.all_sum([float(caught is not None)])[0] > 0
+            caught = (caught or "a signal on another rank") if anyone else None
+        if caught is None:
+            return
+        s = self.state
+        if self._saved_step != s.step:
+            self.save_state(snapshot=False)
+        label = self.log.label if self.log else ""
+        raise Stopped(f"{label}stopped by {caught} at step {s.step}/{self.total_steps}: checkpoint "
+                      f"{self.run_dir / 'last.pt'} holds every update (0 updates lost); a rerun resumes from step "
+                      f"{s.step}")
 
     def kept(self) -> tuple[dict, dict | None]:
         """Which weights the recipe keeps ({"rule", "step"/"steps", ...}) and, unless the last, those weights

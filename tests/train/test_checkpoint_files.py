@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from model_variants import damage, save_model
-from pipeline.checkpoint import average_checkpoints, load_file, load_model, save_atomic
+from pipeline.checkpoint import average_checkpoints, load_file, load_model, recorded_checksum, save_atomic
 from pipeline.errors import PipelineError
 from train_helpers import toy_fit
 
@@ -24,6 +24,19 @@ def test_identical_content_saves_identical_bytes(tmp_path):
     direct = torch.load(first, map_location="cpu", weights_only=True)  # torch reads it without us
     assert torch.equal(direct["weights"]["output_proj.weight"], load_model(first)[0].output_proj.weight)
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["model.pt"]  # no temp files left
+
+
+def test_recorded_checksum_names_the_content_and_refuses_a_file_without_one(tmp_path):
+    """The checkpoint identity the decoding-speed cells are keyed by: the zip comment's SHA-256, one per content."""
+    first, same = save_model(tmp_path / "a.pt", seed=3), save_model(tmp_path / "b.pt", seed=3)
+    other = save_model(tmp_path / "c.pt", seed=4)
+    with zipfile.ZipFile(first) as archive:
+        assert recorded_checksum(first) == archive.comment[len(b"nmt-repro-sha256:"):].decode()
+    assert re.fullmatch("[0-9a-f]{64}", recorded_checksum(first))
+    assert recorded_checksum(first) == recorded_checksum(same) != recorded_checksum(other)
+    _foreign(other)
+    with pytest.raises(PipelineError, match=f"{other}: no checksum at its end"):
+        recorded_checksum(other)
 
 
 def test_two_identical_training_runs_write_identical_model_files(toy, tmp_path):

@@ -25,6 +25,7 @@ SCRIPT = textwrap.dedent("""
     torch.set_num_threads(1)
     from pipeline.data.synthetic import synthetic_pairs
     from pipeline.data.vocab import Vocab
+    from pipeline.errors import Stopped
     from pipeline.models.registry import build_model
     from pipeline.recipe import Recipe
     from pipeline.train import fit, seed_everything
@@ -49,8 +50,12 @@ SCRIPT = textwrap.dedent("""
     recipe = Recipe.from_dict({"lr": 1e-3, "warmup": 2, "max_steps": 6, "batch_size": 160, "checkpoint_every": 3,
                                "valid_every": 3, "log_every": 1, "seed": 3, "adam_eps": 1e-4, **case["recipe"]})
     meta = {"model": spec, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab)}
-    fit(model, data, (data[0][:20], data[1][:20]), recipe, run_dir=root / "run", out_dir=root / f"out{rank}",
-        curves_dir=root / "curves", meta=meta, progress=False)
+    try:
+        fit(model, data, (data[0][:20], data[1][:20]), recipe, run_dir=root / "run", out_dir=root / f"out{rank}",
+            curves_dir=root / "curves", meta=meta, progress=False)
+    except Stopped as stop:  # as the command line does (pipeline/cli.py)
+        print(f"rank {rank}: {stop}", file=sys.stderr)
+        sys.exit(stop.exit_status)
     torch.save(model.state_dict(), root / f"final{rank}.pt")
 """)
 
@@ -126,7 +131,10 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def test_killed_two_rank_run_resumes_to_bitwise_identical_weights(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_two_rank_run_resumes_to_bitwise_identical_weights(tmp_path, sig):
+    """Every process of the run killed at once (SIGKILL: back to the last checkpoint), or signalled as Slurm does at
+    a time limit (SIGTERM: both ranks stop at the same step after a checkpoint of it, losing nothing)."""
     # dropout on (each rank's random state is restored), sentence batches with per-sentence loss, clipping, and
     # validation BLEU (each rank decodes its share of the validation set)
     case = {"dropout": 0.1, "recipe": {"max_steps": 40, "checkpoint_every": 5, "valid_every": 7, "batch_unit":
@@ -146,13 +154,18 @@ def test_killed_two_rank_run_resumes_to_bitwise_identical_weights(tmp_path):
         time.sleep(0.005)
     for pid in _descendants(victim.pid) + [victim.pid]:   # the ranks, then torchrun: all at once
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
         except ProcessLookupError:
             pass
-    assert victim.wait(timeout=30) == -signal.SIGKILL
+    _, said = victim.communicate(timeout=60)
+    assert victim.returncode == -signal.SIGKILL if sig == signal.SIGKILL else victim.returncode != 0, said[-3000:]
     assert not (killed / "out0" / "model.pt").exists()
     killed_at = _load(killed / "run" / "last.pt")["progress"]["step"]
     assert 5 <= killed_at < 40 and len(_load(killed / "run" / "last.pt")["rng"]) == 2
+    if sig == signal.SIGTERM:   # both ranks stopped at the checkpoint's step; nothing logged past it
+        for rank in (0, 1):
+            assert f"rank {rank}: stopped by " in said and f"at step {killed_at}/" in said, said[-3000:]
+        assert max(_logged_steps(curve)) <= killed_at
 
     _finish(_torchrun(script, killed, case))
     report = json.loads((killed / "out0" / "train.json").read_text())

@@ -21,6 +21,7 @@ TRAIN_SCRIPT = textwrap.dedent("""
     torch.set_num_threads(1)
     from pipeline.data.synthetic import synthetic_pairs
     from pipeline.data.vocab import Vocab
+    from pipeline.errors import Stopped
     from pipeline.models.registry import build_model
     from pipeline.recipe import Recipe
     from pipeline.train import fit, seed_everything
@@ -40,8 +41,12 @@ TRAIN_SCRIPT = textwrap.dedent("""
     model = build(spec, len(vocab))
     recipe = Recipe.from_dict({"checkpoint_every": 7, "log_every": 3, "seed": 7, **case["recipe"]})
     meta = {"model": spec, "src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab)}
-    fit(model, data, (data[0][:30], data[1][:30]), recipe, run_dir=root / "run", out_dir=root / "out",
-        curves_dir=root / "curves", meta=meta, progress=False)
+    try:
+        fit(model, data, (data[0][:30], data[1][:30]), recipe, run_dir=root / "run", out_dir=root / "out",
+            curves_dir=root / "curves", meta=meta, progress=False)
+    except Stopped as stop:  # as the command line does (pipeline/cli.py)
+        print(stop, file=sys.stderr)
+        sys.exit(stop.exit_status)
 """)
 
 
@@ -103,9 +108,14 @@ def test_killed_run_resumes_to_bitwise_identical_weights(tmp_path, name):
     assert last.exists() and not (tmp_path / "killed" / "out" / "model.pt").exists()
     killed_at = load_pt(last)["progress"]["step"]
     assert after <= killed_at < steps and max(_logged_steps(curve)) > killed_at
+    logged = max(step for tsv in curve.parent.parent.rglob("*.tsv") for step in _logged_steps(tsv))
 
     rerun = _run_script(script, tmp_path / "killed", case)
     assert rerun.wait(timeout=300) == 0, rerun.stderr.read()
+    # the rerun says where it resumed and that updates the killed attempt logged past its checkpoint were lost
+    said = rerun.stderr.read()
+    assert (f"resuming from step {killed_at}/{steps} ({last}); the attempt before logged step {logged}: at least "
+            f"{logged - killed_at} updates lost") in said, said
     resumed = json.loads((tmp_path / "killed" / "out" / "train.json").read_text())
     assert resumed["resumed_from_step"] == killed_at and resumed["steps"] == steps
     assert resumed["kept"] == report["kept"] and resumed["epochs"] == report["epochs"]
@@ -137,6 +147,50 @@ def test_killed_run_resumes_to_bitwise_identical_weights(tmp_path, name):
         best_step = min(bleu, key=lambda s: (-bleu[s], s))
         assert report["kept"] == {"rule": "best_bleu", "step": best_step, "valid_bleu": bleu[best_step]}
         assert best_step < after < max(bleu)   # the best step is before the kill, and not the last
+
+
+@pytest.mark.parametrize("name", ["adam-inverse_sqrt-tokens", "sgd-halve_last_epochs", "keep-average"])
+def test_a_run_stopped_twice_by_sigterm_loses_no_update_and_ends_bitwise_as_one_run(tmp_path, name):
+    """Slurm's warning before a time limit (SIGTERM): the trainer finishes the update in hand, writes a checkpoint
+    off the recipe's cadence and exits with status 75 saying so; two such stops and a last attempt end with the
+    weights, curves and kept steps of one uninterrupted run."""
+    case = KILL_CASES[name]
+    script = tmp_path / "train_copy.py"
+    script.write_text(TRAIN_SCRIPT)
+    for d in ("full", "sliced"):
+        (tmp_path / d).mkdir()
+    full = _run_script(script, tmp_path / "full", case)
+    assert full.wait(timeout=300) == 0, full.stderr.read()
+    steps = json.loads((tmp_path / "full" / "out" / "train.json").read_text())["steps"]
+    run = tmp_path / "sliced" / "run"
+    curve = run / "dvclive" / "plots" / "metrics" / "train" / "loss.tsv"
+    stops = [0]
+    for _ in range(2):
+        sliced = _run_script(script, tmp_path / "sliced", case)
+        deadline = time.time() + 120
+        while time.time() < deadline and sliced.poll() is None and max(_logged_steps(curve) | {0}) <= stops[-1]:
+            time.sleep(0.005)
+        sliced.send_signal(signal.SIGTERM)
+        assert sliced.wait(timeout=60) == 75
+        said = sliced.stderr.read().strip().splitlines()
+        stopped_at = load_pt(run / "last.pt")["progress"]["step"]
+        assert stops[-1] < stopped_at < steps
+        assert said[-1] == (f"stopped by SIGTERM at step {stopped_at}/{steps}: checkpoint {run / 'last.pt'} holds "
+                            f"every update (0 updates lost); a rerun resumes from step {stopped_at}"), said[-3:]
+        assert max(_logged_steps(curve)) <= stopped_at   # nothing trained past the checkpoint
+        assert not (tmp_path / "sliced" / "out" / "model.pt").exists()
+        stops.append(stopped_at)
+    last = _run_script(script, tmp_path / "sliced", case)
+    assert last.wait(timeout=300) == 0
+    said = last.stderr.read()
+    assert f"resuming from step {stops[-1]}/{steps}" in said and "updates lost" not in said, said
+    a, b = (load_pt(tmp_path / d / "out" / "model.pt") for d in ("full", "sliced"))
+    assert a["meta"] == b["meta"] and equal_weights(a["weights"], b["weights"])
+    reports = [json.loads((tmp_path / d / "out" / "train.json").read_text()) for d in ("full", "sliced")]
+    assert reports[0]["kept"] == reports[1]["kept"] and reports[1]["resumed_from_step"] == stops[-1]
+    for curve_name in ("train/loss.tsv", "train/lr.tsv", "valid/nll.tsv"):
+        assert (tmp_path / "full" / "curves" / curve_name).read_text() == \
+            (tmp_path / "sliced" / "curves" / curve_name).read_text(), curve_name
 
 
 def test_curves_are_cut_back_to_the_resumed_step(tmp_path):

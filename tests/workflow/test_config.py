@@ -1,5 +1,6 @@
 """params.yaml and params/<paper>.yaml validation: every error names the file, the key and what was expected."""
 import copy
+from dataclasses import replace
 
 import pytest
 
@@ -95,6 +96,8 @@ def test_scores_of_a_system_follow_its_tables():
     (lambda s, p: s.update(cpu_math="fast"), "params.yaml: cpu_math", "expected one of portable, native, got 'fast'"),
     (lambda s, p: s.update(max_job_minutes=0), "params.yaml: max_job_minutes",
      "expected a positive number of minutes, got 0"),
+    (lambda s, p: s.update(gpu_model="B200"), "params.yaml: gpu_model",
+     "expected one of H200, H100, A100, V100 (the GPU models of benchmarks/results/gpu_step_times.json), got 'B200'"),
     (lambda s, p: s["decoding"].update(length_penalty=float("inf")), "params.yaml: decoding.length_penalty",
      "expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got inf"),
     (lambda s, p: s["decoding"].update(max_len_a=-0.5), "params.yaml: decoding.max_len_a",
@@ -134,17 +137,21 @@ def test_cpu_math_is_portable_at_tiny_scale_only():
 
 def test_a_training_run_longer_than_a_job_takes_several_time_slices():
     paper = load_params(ROOT / "params.yaml", scale="paper")
-    assert paper.max_job_minutes == 2880     # two days: what most partitions accept
-    longest = max(paper.recipes[paper.experiments[exp].recipe].resources.runtime for exp in paper.experiments)
-    assert longest == 2700 and paper.train_slices("rn-en-de-rnmt") == 1   # 45 h (zhang2018's RNNs): one job
-    assert paper.train_slices("ende-base") == 1 and load_params(ROOT / "params.yaml").train_slices("ende-base") == 1
-    papers = {"hao2019": copy.deepcopy(TOY_HAO2019)}
+    assert paper.max_job_minutes == 2880 and paper.gpu_model == "H200"    # two days: what most partitions accept
+    assert paper.train_slices("rn-en-de-rnmt") == 1 and paper.train_slices("ende-base") == 1   # on an H200
+    on_v100 = replace(paper, gpu_model="V100")   # 8x the H200's time: zhang2018's RNN runs take 8 jobs of 2 days
+    h200 = paper.train_minutes("rn-en-de-rnmt")   # 47.6 h: one job of under two days
+    assert h200 <= 2880 and 8 * h200 - 8 < on_v100.train_minutes("rn-en-de-rnmt") <= 8 * h200   # rounded up
+    assert on_v100.train_slices("rn-en-de-rnmt") == 8 and on_v100.train_slices("ende-base") == 1
+    assert load_params(ROOT / "params.yaml").train_slices("ende-base") == 1
+    papers = {"hao2019": copy.deepcopy(TOY_HAO2019)}   # a run without GPUs: its recipe's runtime
     papers["hao2019"]["recipes"]["toy"]["resources"]["runtime"] = 61
-    assert parse({**TOY_SHARED, "max_job_minutes": 20}, papers).train_slices("zhen-base") == 4   # 61 = 20+20+20+1
+    toy = parse({**TOY_SHARED, "max_job_minutes": 20}, papers)
+    assert toy.train_minutes("zhen-base") == 61 and toy.train_slices("zhen-base") == 4   # 61 = 20+20+20+1
 
 
 def test_wrong_scale_is_named():
-    with pytest.raises(PipelineError, match="scale: expected one of tiny, paper, got 'huge'"):
+    with pytest.raises(PipelineError, match="scale: expected one of tiny, smoke, paper, got 'huge'"):
         parse({**TOY_SHARED, "scale": "huge"}, {})
 
 

@@ -327,7 +327,7 @@ class Checker:
             shutil.copy2(self.root / "params.yaml", copy / "params.yaml")
             shutil.copytree(self.root / "params", copy / "params")
             apply_set_params(values, copy)
-            for scale in ("tiny", "paper"):
+            for scale in ("tiny", "smoke", "paper"):
                 run(["python", "-m", "pipeline", "check-config", "--params", str(copy / "params.yaml"),
                      "--scale", scale], self.root)
 

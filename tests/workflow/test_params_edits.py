@@ -9,6 +9,8 @@ at tiny scale, which never reads them, and only Zh-En jobs at paper scale.
 """
 import copy
 import re
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -180,9 +182,62 @@ def test_the_zh_en_keys_plan_only_zh_en_jobs_at_paper_scale(built_paper):
     assert all(name(job) in ("zh-en", "table3") or name(job).startswith("zhen-") for job in jobs), jobs
 
 
+def test_plan_names_the_zh_en_jobs_with_their_reason_and_gpu_hours(built_paper):
+    """`python -m pipeline plan` after the Zh-En keys edit: the fetch of zh-en with the two keys that changed, only Zh-En
+    trainings, each group's GPU-hours on the GPU model asked for (A100 here) and the total, before anything runs."""
+    from pipeline.config import load_params
+    from pipeline.cost import Estimator, load_measurements
+    ws, shared, papers = built_paper
+    new = copy.deepcopy(shared)
+    new["paths"]["manual"].update(ZH_EN_KEYS)
+    write_params(ws, new, papers)
+    try:
+        said = run([sys.executable, "-m", "pipeline", "plan", f"results/paper/{TABLE}.tsv", "--config", "scale=paper",
+                    "gpu_model=A100"], ws).stdout
+    finally:
+        write_params(ws, shared, papers)
+    lines = said.splitlines()
+    assert "paper scale: what runs and why, GPU-hours on A100 (time limits assume it)" in lines, said
+    keys = "; ".join(f"manual.{key}: (none) -> {path}" for key, path in sorted(ZH_EN_KEYS.items()))
+    assert f"  fetch (zh-en): params changed: {keys}" in lines, said
+    trains = [line for line in lines if line.startswith("  train")]
+    assert trains and all("an input is rebuilt" in line for line in trains), said
+    planned = re.findall(r"^  train(?: x\d+)? \((.*)\): .* \[([\d,.]+) GPU-h\]$", said, re.M)
+    shown = [exp for names, _ in planned for exp in names.split(", ") if not exp.startswith("+")]
+    assert shown and all(exp.startswith("zhen-") for exp in shown), said
+    estimator = Estimator(load_params(ws / "params.yaml", scale="paper"), load_measurements(), "A100")
+    experiments = {job.wildcards["exp"] for job in edited(ws, shared, papers, lambda s, p: s["paths"]["manual"].update(
+        ZH_EN_KEYS), scale="paper")[1] if job.rule == "train"}
+    train_hours = sum(estimator.run(exp).gpu_hours for exp in experiments)
+    assert sum(float(hours.replace(",", "")) for _, hours in planned) == pytest.approx(train_hours, abs=0.05 * len(planned))
+    assert re.search(rf"^\d+ jobs: {len(experiments)} training runs, \d+ on GPUs; [\d,.]+ GPU-h on A100 "
+                     rf"\({train_hours:,.1f} training, ", said, re.M), said
+
+
 def test_the_cpu_code_path_retrains_nothing_on_gpus(built_paper):
     """cpu_math is a param of the model jobs that compute on the CPU only: at paper scale, where they run on GPUs, its
     edit plans nothing."""
     ws, shared, papers = built_paper
     roots, jobs = edited(ws, shared, papers, lambda s, p: set_key(s, "cpu_math", "portable"), scale="paper")
     assert roots == {} and jobs == []
+
+
+def test_the_gpu_model_changes_time_limits_and_retrains_nothing(built_paper):
+    """gpu_model sizes the training jobs' time limits (a resource, not a param): on a V100 every run asks 8x the
+    H200's minutes (at most two days a job), and nothing is planned."""
+    from pipeline.config import load_params
+    ws, shared, papers = built_paper
+    roots, jobs = edited(ws, shared, papers, lambda s, p: set_key(s, "gpu_model", "V100"), scale="paper")
+    assert roots == {} and jobs == []
+    v100 = run(["snakemake", "-n", "--forceall", "--cores", "1", "--config", "scale=paper", "gpu_model=V100", "--",
+                f"results/paper/{TABLE}.tsv"], ws).stdout
+    h200 = run(["snakemake", "-n", "--forceall", "--cores", "1", "--config", "scale=paper", "--",
+                f"results/paper/{TABLE}.tsv"], ws).stdout
+    minutes = [{job.wildcards["exp"]: int(job.resources["runtime"]) for job in planned_jobs(text)
+                if job.rule == "train"} for text in (h200, v100)]
+    paper = load_params(ws / "params.yaml", scale="paper")
+    on = {gpu: replace(paper, gpu_model=gpu) for gpu in ("H200", "V100")}
+    assert minutes[0].keys() == minutes[1].keys() and len(minutes[0]) == 12
+    assert minutes == [{exp: min(on[gpu].train_minutes(exp), 2880) for exp in minutes[0]} for gpu in on]
+    h200, v100 = ({exp: on[gpu].train_minutes(exp) for exp in minutes[0]} for gpu in on)
+    assert all(8 * h200[exp] - 8 < v100[exp] <= 8 * h200[exp] for exp in minutes[0])   # 8x, rounded up

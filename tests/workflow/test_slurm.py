@@ -88,9 +88,9 @@ def _train_steps_per_second(*workspaces) -> float:
 
 
 def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_path, slurm_cluster):
-    """A toy run of about 300 s of updates with 1-minute jobs (max_job_minutes: 1): each job stops at Slurm's time
-    limit, Snakemake submits it again (the train rule's retries) and it resumes from the last checkpoint, until the
-    run is done; its weights are bitwise those of the same run trained in one go."""
+    """A toy run of about 300 s of updates with 1-minute jobs (max_job_minutes: 1): each job is signalled before
+    Slurm's time limit, checkpoints and exits, Snakemake submits it again (the train rule's retries) and it resumes
+    from that checkpoint, until the run is done; its weights are bitwise those of the same run trained in one go."""
     paper, shared = copy.deepcopy(TOY_HAO2019), toy_params(max_job_minutes=1)
     sliced, whole = (make_workspace(tmp_path / name, shared, {"hao2019": paper}) for name in ("sliced", "whole"))
     model = "artifacts/tiny/models/ende-base/model.pt"
@@ -110,13 +110,23 @@ def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_pa
     finally:
         assert one_go.wait(timeout=1500) == 0
     # the profile's show-failed-logs copies each failed job's log (with its own restart lines) between rulers
-    log = re.sub(r"Logfile [^\n]*:\n={80}\n.*?\n={80}\n", "", proc.stdout + proc.stderr, flags=re.S)
+    dumped = r"Logfile [^\n]*:\n={80}\n(.*?)\n={80}\n"
+    slices = re.findall(dumped, proc.stdout + proc.stderr, flags=re.S)
+    log = re.sub(dumped, "", proc.stdout + proc.stderr, flags=re.S)
     jobs = log.count("has been submitted with SLURM jobid")
     assert jobs >= 3 and log.count("Trying to restart job") == jobs - 1, log[-3000:]   # one job per time slice
+    # each slice, stopped by the SIGTERM of its limit (a job under 10 minutes is not warned before), wrote a
+    # checkpoint after the update in hand within Slurm's KillWait and said so (in the failed logs: the job's and the
+    # rule's): no update lost, and none trained twice (no attempt says it lost any)
+    stops = sorted({int(step) for text in slices
+                    for step in re.findall(r"ende-base: stopped by SIGTERM at step (\d+)/\d+: checkpoint \S+ holds "
+                                           r"every update \(0 updates lost\)", text)})
+    assert len(stops) == jobs - 1, slices
+    assert not any("updates lost (killed" in text for text in slices), slices
     summary = json.loads((sliced / "artifacts/tiny/models/ende-base/train.json").read_text())
-    # the last job resumed mid-run, or (stopped at its limit after writing the outputs) at the end, then only wrote
-    # them again: a retry never trains a finished run afresh
-    assert summary["steps"] == steps and 0 < summary["resumed_from_step"] <= steps
+    # the last job resumed where the slice before it stopped, or (stopped after writing the outputs) at the end,
+    # then only wrote them again: a retry never trains a finished run afresh
+    assert summary["steps"] == steps and summary["resumed_from_step"] in (stops[-1], steps)
     assert summary["environment"]["slurm_job_id"]
     a, b = (torch.load(ws / model, weights_only=True)["weights"] for ws in (sliced, whole))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -174,7 +184,7 @@ def test_the_readme_paper_command_submits_one_node_per_job_with_its_gpus(tmp_pat
     assert "must be supplied by you: set params key 'paths.manual.wmt17_un_zh_en'" in refused
     for exp, job in records.items():
         asked = params.recipes[params.experiments[exp].recipe].resources
-        days, minutes = divmod(min(asked.runtime, params.max_job_minutes), 24 * 60)   # Slurm's [D-]HH:MM:SS
+        days, minutes = divmod(min(params.train_minutes(exp), params.max_job_minutes), 24 * 60)   # [D-]HH:MM:SS
         limit = (f"{days}-" if days else "") + f"{minutes // 60:02d}:{minutes % 60:02d}:00"
         value, unit = float(job["MinMemoryNode"][:-1]), job["MinMemoryNode"][-1]   # 62.50G or 96000M
         memory = round(value * {"M": 1, "G": 1024, "T": 1024**2}[unit])

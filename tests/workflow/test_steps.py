@@ -87,7 +87,7 @@ def test_every_step_is_a_subcommand_with_its_declared_options():
             if not field.metadata.get("positional"):
                 assert "--" + field.name.replace("_", "-") in options, (name, field.name)
         assert step.stage in STAGES + (None,)
-        assert set(step.resources) == {"tiny", "paper"}
+        assert set(step.resources) == {"tiny", "smoke", "paper"}   # smoke: derived from paper
 
 
 @dataclasses.dataclass

@@ -96,6 +96,7 @@ def test_run_script_rebuilds_and_compares_then_retrains_nothing(tmp_path):
     assert re.search(r"^train\s+4$", log, flags=re.M), log       # it trained, though a table existed
     systems = "ende-base, ende-base-biarn, zhen-base, zhen-base-biarn"
     assert f"{TABLE}: 4 trained systems, 0 done, 4 to train ({systems}); 4 to decode and score" in first.stdout
+    assert re.search(r"^  train x4 \(.*\): missing output$", first.stdout, re.M), first.stdout   # what runs and why
     assert re.search(r"^ende-base: step \d+/60 ", log, flags=re.M), log   # the trainers' progress on the terminal
     assert "DIFFERS from the committed table" in first.stdout
     second = run(["bash", "workflows/run.sh", TABLE], ws)
@@ -104,6 +105,7 @@ def test_run_script_rebuilds_and_compares_then_retrains_nothing(tmp_path):
     assert re.search(r"^table\s+1$", log, flags=re.M), log
     assert "identical to the committed table" in second.stdout
     assert f"{TABLE}: 4 trained systems, 4 done ({systems}), 0 to train; 0 to decode and score" in second.stdout
+    assert re.search(r"^  table \(\w+\): forced$", second.stdout, re.M), second.stdout
 
 
 TOY_PAPER = '''

@@ -52,14 +52,27 @@ def recipe_resources(key):
 
 
 def job_minutes(wildcards):
-    """One job's time limit: the recipe's minutes, at most max_job_minutes (params.yaml); a longer run takes
-    several jobs (time slices), each resuming from the last checkpoint."""
-    return min(recipe_resources("runtime")(wildcards), P.max_job_minutes)
+    """One job's time limit: the run's minutes (P.train_minutes: with GPUs, twice its cost estimate on params.yaml's
+    gpu_model; on the CPU, its recipe's runtime), at most max_job_minutes (params.yaml); a longer run takes several
+    jobs (time slices), each resuming from the last checkpoint. Not a param: a change retrains nothing."""
+    return min(P.train_minutes(wildcards.exp), P.max_job_minutes)
 
 
-# a job stopped at its time limit is submitted again, as often as the longest run has slices: each slice resumes
-# from the last checkpoint (bitwise as one uninterrupted run); the last retry is the spare one of the profile's
-# `retries: 1` for a preempted job
+STOP_WARNING_S = 90  # our choice: finishing an update or a validation and writing a Transformer-Big checkpoint
+
+
+def stop_warning(wildcards):
+    """sbatch --signal: SIGTERM STOP_WARNING_S before the job's time limit, so that the trainer checkpoints after the
+    update in hand and exits with status 75, losing no update (pipeline/train/stopping.py); a retry resumes. Slurm may
+    send it up to a minute early, so a job under 10 minutes is not warned: the limit's own SIGTERM, then Slurm's
+    KillWait (30 s by default), is time enough to checkpoint a model that trains in minutes."""
+    return f"--signal=TERM@{STOP_WARNING_S}" if job_minutes(wildcards) >= 10 else ""
+
+
+# a job stopped at its time limit is submitted again, as often as the longest run has slices less one: each slice
+# resumes from the last checkpoint (bitwise as one uninterrupted run); the last retry is the spare one of the
+# profile's `retries: 1` for a preempted job (attempts: the slices + 1). Only the submitting Snakemake retries:
+# inside a cluster job (Snakemake's remote mode) a stopped trainer ends its job, and the next slice is a new job.
 TRAIN_RETRIES = max((P.train_slices(name) for name in P.experiments), default=1)
 
 
@@ -84,16 +97,20 @@ rule train:
         hide_gpus=lambda wc, resources: hide_gpus(resources.gpu),  # a recipe without GPUs trains on the CPU anywhere
         omp=lambda wc, threads, resources: max(1, threads // max(resources.gpu, 1)),  # per rank: the job's cores shared
     threads: lambda wc: recipe_resources("cpus")(wc)
-    retries: TRAIN_RETRIES
+    retries: TRAIN_RETRIES if workflow.is_main_process else 0
     resources:
         gpu=recipe_resources("gpu"),
         runtime=job_minutes,
         mem_mb=recipe_resources("mem_mb"),
         attempt=lambda wc, attempt: attempt,  # a retry finishes a run its earlier attempt finished (not a param:
                                               # a params change would retrain)
+        slurm_extra=stop_warning,
     log:
         f"{R}/logs/train/{{exp}}.log",
     shell:
+        # the shell and tee ignore SIGTERM (Slurm signals every process of the job step), so the log stays open
+        # while the trainer writes its checkpoint, and the job's status is the trainer's
+        "trap '' TERM USR1; "
         "{params.hide_gpus}OMP_NUM_THREADS={params.omp} {params.launcher} train --spec {params.spec} "
         "{params.stores} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.init} "

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from pipeline.analyses import Job, Task, register_analysis
+from pipeline.scales import embedded_data
 from pipeline.settings import require, require_positive
 from pipeline.steps import MODEL_RESOURCES
 
@@ -37,7 +38,7 @@ def _tasks_dir(job: Job) -> str:
 
 @register_analysis("probing_data", ProbingSettings, per="table", part_of="probing",
                    inputs=lambda job: {"raw": job.paths.data(_probing_corpus(job).name, "raw")},
-                   context=lambda job: {"source": "senteval" if job.params.scale == "paper" else "text",
+                   context=lambda job: {"source": "text" if embedded_data(job.params.scale) else "senteval",
                                         "lang": _probing_corpus(job).src, "cache": job.params.downloads},
                    extra_outputs={"tasks": ".tasks/"}, downloads=True,  # SentEval's files, at paper scale
                    help="probing tasks: built from text (tiny) or SentEval's files (paper)")

@@ -20,6 +20,7 @@ from pipeline.report.format import (SIGNIFICANCE_FIELDS, analysis, check_cells, 
 from pipeline.report.layouts import register_layout
 from pipeline.report.reported import Cell, ReportedTable, Row
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 PAPER = "Hao et al. (2019)"
 THRESHOLDS = [(0.01, "⇑"), (0.05, "↑")]  # the paper's marks; ours only where the system beats its baseline
@@ -235,7 +236,7 @@ def _probing_cell(cell: dict | None, task: str) -> str:
 def _probing_text(facts: dict) -> str:
     """How the probing tasks were built and probed, from the table's probing settings."""
     s = analysis(facts, "probing", ("corpus", "max_per_task", "seed", "epochs", "hidden", "lr"))
-    data = ("SentEval's probing files" if facts["scale"] == "paper" else
+    data = ("SentEval's probing files" if not embedded_data(facts["scale"]) else
             f"text-only tasks (those that need no parser) built from the source side of corpus {s['corpus']}, "
             f"at most {s['max_per_task']} sentences per task, seed {s['seed']}")
     probe = "a linear classifier" if s["hidden"] == 0 else f"a classifier with {s['hidden']} hidden units"

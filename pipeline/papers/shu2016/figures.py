@@ -9,11 +9,12 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from pipeline.errors import PipelineError
-from pipeline.papers.shu2016.layouts import PAPER, tiny_line
+from pipeline.papers.shu2016.layouts import PAPER, embedded_line
 from pipeline.report.figures import DPI, SIZE, STYLE
 from pipeline.report.format import check_cells, check_facts, check_keys, check_number
 from pipeline.report.layouts import register_layout
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 COLUMN = "valid"
 ROWS = ("baseline", "enlarged", "stacked", "residual")
@@ -99,8 +100,8 @@ def fig2(cells: dict, facts: dict) -> tuple[Table, Figure]:
              f"curve: {name}, the validation cross-entropy per target token (nats), logged every {every} updates "
              f"(derived from the logged steps), over the first {epochs or 'all'} epochs ({per_epoch:g} updates each); "
              "dotted lines: epoch boundaries", *_findings(values, steps)]
-    if facts["scale"] == "tiny":
-        lines.append(tiny_line("64 units; the enlarged decoder 90"))
+    if embedded_data(facts["scale"]):
+        lines.append(embedded_line("64 units; the enlarged decoder 90", facts["scale"]))
     table = Table(title="shu2016 Figure 2: validation cross-entropy of the decoder variants, ours",
                   columns=["step", xlabel, *(f"{LEGEND[r]} (ours)" for r in ROWS)], rows=rows, footer=lines)
     with rc_context(STYLE):

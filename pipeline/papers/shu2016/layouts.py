@@ -11,10 +11,11 @@ import math
 from pipeline.errors import PipelineError
 from pipeline.papers.shu2016.reported import EXISTING, SHU2016_TABLE1, SHU2016_TABLE2
 from pipeline.report.format import (check_cells, check_facts, check_keys, check_number, check_score,
-                                    check_significance, decimal, signature_text, standin_lines)
+                                    check_significance, decimal, signature_text, standin_lines, training_words)
 from pipeline.report.layouts import register_layout
 from pipeline.report.reported import ReportedTable
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 PAPER = "Shu and Miura (2016)"
 COLUMN = "test"
@@ -27,11 +28,11 @@ FOOTNOTE1 = ("the paper's footnote 1: a critical bug in the submitted NMT implem
              "(Table 1's models are bug-free), so Table 2's ensemble is not comparable with Table 1")
 
 
-def tiny_line(models: str) -> str:
-    """What the tiny scale stands in for (the same words in every table and the figure)."""
-    return (f"tiny scale: the embedded en-ja software-localisation catalogue (its own held-out split) stands in for "
-            f"ASPEC, with small models ({models}) and short training (params/shu2016.yaml); compare how the "
-            f"systems rank, not absolute scores")
+def embedded_line(models: str, scale: str) -> str:
+    """What the embedded data stand in for at a scale on them (the same words in every table and the figure)."""
+    rank = "; compare how the systems rank, not absolute scores" if scale == "tiny" else ""
+    return (f"{scale} scale: the embedded en-ja software-localisation catalogue (its own held-out split) stands in for "
+            f"ASPEC, with {training_words(scale, models)} (params/shu2016.yaml){rank}")
 
 
 def _check_scores(cell, where: str, column: str) -> None:
@@ -77,8 +78,8 @@ def footer(facts: dict, where: str, models: str, extra: list[str] | tuple = ()) 
              f"RIBES (ours): RIBES.py's corpus RIBES x 100; {signature_text(facts, 'ribes', (COLUMN,))}",
              f"BLEU (ours): multi-bleu.perl 4-gram BLEU; {signature_text(facts, 'bleu', (COLUMN,))}",
              SEGMENTATION, *standin_lines(facts, (COLUMN,))]
-    if facts["scale"] == "tiny":
-        lines.append(tiny_line(models))
+    if embedded_data(facts["scale"]):
+        lines.append(embedded_line(models, facts["scale"]))
     return lines + list(extra)
 
 
@@ -139,7 +140,7 @@ def table2(cells: dict, facts: dict) -> Table:
                 _check_scores)
     lines = footer(facts, "Table 2 (5.2, the official WAT 2016 evaluation)",
                    "the submission's residual models 77 units, the T2S stand-in 64")
-    standin = facts["scale"] == "tiny" or cells.get("t2s", {}).get(COLUMN, {}).get("system") == STANDIN
+    standin = embedded_data(facts["scale"]) or cells.get("t2s", {}).get(COLUMN, {}).get("system") == STANDIN
     labels = {"t2s": "T2S system 1-best (tiny: stand-in, an RNNsearch the pipeline trains)"} if standin else {}
     columns, rows = _rows(SHU2016_TABLE2, cells, labels)
     lines += [*_t2s_lines(standin), *_combination_lines(cells, facts),

@@ -12,6 +12,7 @@ from pipeline.report.figures import STYLE, heatmap_grid, line_panels
 from pipeline.report.format import check_cells, check_facts, per_column
 from pipeline.report.layouts import register_layout
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 PAPER = "Miculicich Werlen et al. (2018)"
 ROWS = ("memory", "self-rnn", "self-attentive")  # the paper's panels (a), (b), (c)
@@ -58,9 +59,11 @@ def _lines(facts: dict, figure: str, cells: dict, rows: tuple[str, ...]) -> list
              f"not printed)", f"scale: {facts['scale']}", f"corpora: {per_column(facts['corpora'], (COLUMN,))}",
              f"attention: teacher-forced on the first {'/'.join(str(k) for k in sorted(n))} references of the test "
              f"set ({facts['test_sets'].get(COLUMN, 'test')}), our choice (the paper does not say)"]
-    if facts["scale"] == "tiny":
-        lines.append("tiny scale: small models on software-localisation strings (short sentences): the distances "
-                     "are short and the structures shallow; the figures show the method, not the paper's findings")
+    if embedded_data(facts["scale"]):
+        models = "small models" if facts["scale"] == "tiny" else "the paper's models after a few hundred updates"
+        lines.append(f"{facts['scale']} scale: {models} on software-localisation strings (short sentences): the "
+                     "distances are short and the structures shallow; the figures show the method, not the paper's "
+                     "findings")
     return lines
 
 

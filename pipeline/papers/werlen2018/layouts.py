@@ -11,10 +11,11 @@ from pipeline.papers.werlen2018.reported import (LABELS, WERLEN2018_MARKS, WERLE
                                                  WERLEN2018_TABLE5, WERLEN2018_TABLE5_PAIRS, WERLEN2018_TABLE6)
 from pipeline.report.format import (SIGNIFICANCE_FIELDS, check_cells, check_facts, check_keys, check_number,
                                     check_significance, format_params, mark, pair_label, per_column, signature_text,
-                                    splits_text, stat_test_text)
+                                    splits_text, stat_test_text, training_words)
 from pipeline.report.layouts import register_layout
 from pipeline.report.reported import Cell, ReportedTable
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 PAPER = "Miculicich Werlen et al. (2018)"
 TEST_LABELS = {"nt14": "NT14", "nt15": "NT15", "nt16": "NT16", "lm": "LM"}
@@ -55,18 +56,19 @@ def _ours_rows(table: ReportedTable) -> tuple[str, ...]:
 
 # ------------------------------------------------------------------ footer
 def footer(facts: dict, table: str, columns: tuple[str, ...], metric: str, extra: list[str] | tuple = ()) -> list[str]:
-    """Paper, scale, corpora, test sets, the BLEU signature, and what the tiny scale stands in for."""
+    """Paper, scale, corpora, test sets, the BLEU signature, and what the embedded data stand in for."""
     check_facts(facts, ("scale", "corpora", "test_sets", "signatures"))
     lines = [f"paper: {PAPER}, {table}; (paper) columns as printed there, (ours) columns from this run",
              f"scale: {facts['scale']}", f"corpora: {per_column(facts['corpora'], columns, label, collapse=True)}",
              f"test sets: {splits_text(facts, columns, label)}",
              f"BLEU (ours): {metric}; {signature_text(facts, 'bleu', columns, label)}"]
-    if facts["scale"] == "tiny":
-        lines.append("tiny scale: the embedded software-localisation catalogues of the same directions stand in for "
-                     "the paper's corpora (UN En-Zh, WMT13 Es-En, WMT16 En-De), with small models and short "
-                     "training (params/werlen2018.yaml)")
+    scale = facts["scale"]
+    if embedded_data(scale):
+        lines.append(f"{scale} scale: the embedded software-localisation catalogues of the same directions stand in "
+                     f"for the paper's corpora (UN En-Zh, WMT13 Es-En, WMT16 En-De), with {training_words(scale)} "
+                     "(params/werlen2018.yaml)")
         if any(col in TEST_LABELS for col in columns):
-            lines.append("tiny scale: NT14, NT15 and NT16 are three consecutive parts of one held-out test split "
+            lines.append(f"{scale} scale: NT14, NT15 and NT16 are three consecutive parts of one held-out test split "
                          "(stand-ins for newstest2014-2016)")
     return lines + list(extra)
 
@@ -178,9 +180,9 @@ def table6(cells: dict, facts: dict) -> Table:
              "perplexity (ours): exp of the mean negative log-likelihood per target token and end of sentence on the "
              "test references, sentence by sentence (Daniluk et al. 2016 run over continuous text)",
              "d (paper): the hidden size as printed; ours: params/werlen2018.yaml, models lm-*"]
-    if facts["scale"] == "tiny":
-        lines.append("tiny scale: a stand-in for Daniluk et al. (2016)'s Wikipedia corpus: the English side of the "
-                     "embedded Es-En catalogue, with subword units")
+    if embedded_data(facts["scale"]):
+        lines.append(f"{facts['scale']} scale: a stand-in for Daniluk et al. (2016)'s Wikipedia corpus: the English "
+                     "side of the embedded Es-En catalogue, with subword units")
     lines.append("LSTM + Attention and LSTM + 4-gram (Daniluk et al., 2016): as printed (not rebuilt)")
     return Table(title="werlen2018 Table 6: language modelling perplexity, paper vs. ours",
                  columns=["Systems", "d (paper)", "Perplexity (paper)", "Perplexity (ours)", "|Θ| (ours)"], rows=rows,

@@ -68,9 +68,11 @@ class SpeedSettings:
 
 
 def speed_context(job: Job) -> dict:
-    """The system's own decoding settings (its length treatment and limits; batch sizes and beams are measured)."""
+    """The system's own decoding settings (its length treatment and limits; batch sizes and beams are measured) and
+    the file that keeps the finished cells for a retry (pipeline/papers/zeng2021/speed.py)."""
     decoding = job.params.decoding_of(job.item)
-    return {"decoding": {k: v for k, v in decoding.items() if k not in ("batch_size", "beam")}}
+    return {"decoding": {k: v for k, v in decoding.items() if k not in ("batch_size", "beam")},
+            "cells": job.paths.analysis_cells(job.table.name, job.kind, job.item)}
 
 
 @register_analysis("speed", SpeedSettings, inputs=Job.test_data, context=speed_context,
@@ -78,8 +80,9 @@ def speed_context(job: Job) -> dict:
                    resources={name: replace(r, alone=True) for name, r in MODEL_RESOURCES.items()},  # timed alone
                    help="decoding speed (target tokens/s) by batch size and beam, median of repeats")
 def speed(task: Task) -> dict:
-    """Decoding speed (target tokens/s) by batch size and beam, median of repeats."""
-    from pipeline.checkpoint import trained_precision
+    """Decoding speed (target tokens/s) by batch size and beam, median of repeats; each finished (batch size, beam)
+    cell is kept in context["cells"] (if given) for a retry after a time limit."""
+    from pipeline.checkpoint import recorded_checksum, trained_precision
     from pipeline.decoding import Decoding
     from pipeline.evaluate.test_data import load_test
     from pipeline.papers.zeng2021.speed import decoding_speed
@@ -89,7 +92,8 @@ def speed(task: Task) -> dict:
     model.eval()
     rows = decoding_speed(model, src_ids, batch_sizes=task.settings.batch_sizes, beams=task.settings.beams,
                           repeats=task.settings.repeats, max_len_a=search["max_len_a"], max_len_b=search["max_len_b"],
-                          length=search["length"], alpha=search["alpha"], precision=precision)
+                          length=search["length"], alpha=search["alpha"], precision=precision,
+                          cells=task.context.get("cells"), model_id=recorded_checksum(task.inputs["model"]))
     device = next(model.parameters()).device.type
     for row in rows:
         print(f"batch {row['batch_size']:>4} beam {row['beam']:>3}: {row['tokens_per_s']:.1f} tokens/s")

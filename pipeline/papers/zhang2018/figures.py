@@ -13,6 +13,7 @@ from pipeline.report.figures import STYLE, line_panels
 from pipeline.report.format import check_cells, check_facts, check_keys, decimal, per_column, source_bins
 from pipeline.report.layouts import register_layout
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 ROWS = ("rnnsearch-star", "rnmt")  # the paper's (a) and (b)
 
@@ -44,9 +45,9 @@ def fig3(cells: dict, facts: dict) -> tuple[Table, Figure]:
              f"{facts['test_sets'].get('mt03', 'test')}",
              "bins: source length in words of the tokenised source, (lo, hi]; BLEU: the case-insensitive BLEU of the "
              "tables over each bin's sentences (their per-sentence statistics summed, every reference)"]
-    if facts["scale"] == "tiny":
-        lines.append("tiny scale: the embedded Zh-En catalogue's short strings stand in for MT03; the bins are "
-                     "shorter than the paper's accordingly (params/zhang2018.yaml)")
+    if embedded_data(facts["scale"]):
+        lines.append(f"{facts['scale']} scale: the embedded Zh-En catalogue's short strings stand in for MT03; the "
+                     "bins are shorter than the paper's accordingly (params/zhang2018.yaml)")
     table = Table(title="zhang2018 Figure 3: BLEU by source length on MT03, ours",
                   columns=["Source length", "Sentences", *(f"BLEU {LABELS[r]} (ours)" for r in ROWS)], rows=rows,
                   footer=lines)

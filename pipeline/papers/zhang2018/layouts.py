@@ -10,10 +10,11 @@ from pipeline.papers.zhang2018.reported import (CITED, LABELS, ZHANG2018_EXTRA_P
                                                 ZHANG2018_TABLE1, ZHANG2018_TABLE2, ZHANG2018_TABLE3, ZHANG2018_TABLE4)
 from pipeline.report.format import (SIGNIFICANCE_FIELDS, check_cells, check_facts, check_keys, check_number,
                                     check_significance, format_params, mark, per_column, signature_text, splits_text,
-                                    stat_test_text)
+                                    stat_test_text, training_words)
 from pipeline.report.layouts import register_layout
 from pipeline.report.reported import ReportedTable
 from pipeline.report.table import Table
+from pipeline.scales import embedded_data
 
 PAPER = "Zhang et al. (2018)"
 COLUMN_LABELS = {"mt03": "MT03", "mt04": "MT04", "mt05": "MT05", "mt06": "MT06", "test15": "test15",
@@ -35,21 +36,21 @@ def _check_bleu(cell, where: str, column: str) -> None:
 
 def footer(facts: dict, table: str, columns: tuple[str, ...], metric: str, extra: list[str] | tuple = (),
            catalogue: bool = True) -> list[str]:
-    """Paper, scale, corpora, test sets, the BLEU signature, what the tiny scale stands in for (`catalogue`: an
+    """Paper, scale, corpora, test sets, the BLEU signature, what the embedded data stand in for (`catalogue`: an
     embedded catalogue), then `extra`."""
     check_facts(facts, ("scale", "corpora", "test_sets", "signatures"))
     lines = [f"paper: {PAPER}, {table}; (paper) columns as printed there, (ours) columns from this run",
              f"scale: {facts['scale']}", f"corpora: {per_column(facts['corpora'], columns, label, collapse=True)}",
              f"test sets: {splits_text(facts, columns, label)}",
              f"BLEU (ours): {metric}; {signature_text(facts, 'bleu', columns, label)}"]
-    if facts["scale"] == "tiny" and catalogue and len(columns) > 1:
-        lines.append(f"tiny scale: the embedded software-localisation catalogue of the same direction stands in for "
-                     f"the paper's corpus, small models and short training (params/zhang2018.yaml); "
-                     f"{', '.join(label(c) for c in columns)} are consecutive parts of its one held-out test split, "
-                     "with one reference each (labelled stand-ins)")
-    elif facts["scale"] == "tiny" and catalogue:
-        lines.append("tiny scale: the embedded software-localisation catalogue of the same direction stands in for "
-                     "the paper's corpus, small models and short training (params/zhang2018.yaml)")
+    scale = facts["scale"]
+    standin = (f"{scale} scale: the embedded software-localisation catalogue of the same direction stands in for the "
+               f"paper's corpus, {training_words(scale)} (params/zhang2018.yaml)")
+    if embedded_data(scale) and catalogue and len(columns) > 1:
+        lines.append(f"{standin}; {', '.join(label(c) for c in columns)} are consecutive parts of its one held-out "
+                     "test split, with one reference each (labelled stand-ins)")
+    elif embedded_data(scale) and catalogue:
+        lines.append(standin)
     return lines + list(extra)
 
 
@@ -151,10 +152,10 @@ def alignment_lines(facts: dict) -> list[str]:
              "teacher-forced on the reference translations (our choice: the gold links name reference words); "
              "subword weights summed over a source word's units and averaged over a target word's (our choice); "
              "AER, precision and recall over sure (S) and possible (P) gold links (Och and Ney 2003)"]
-    if facts["scale"] == "tiny":
-        lines.append("tiny scale: STAND-IN for Liu and Sun (2015)'s 900 Zh-En pairs: the synthetic reordering "
-                     "grammar (toy-reorder), whose gold links are known by construction (content words sure, case "
-                     "particles possible to their noun); the models of this table are trained on it")
+    if embedded_data(facts["scale"]):
+        lines.append(f"{facts['scale']} scale: STAND-IN for Liu and Sun (2015)'s 900 Zh-En pairs: the synthetic "
+                     "reordering grammar (toy-reorder), whose gold links are known by construction (content words "
+                     "sure, case particles possible to their noun); the models of this table are trained on it")
     return lines
 
 
@@ -171,7 +172,7 @@ def table4(cells: dict, facts: dict) -> Table:
                      f"{100 * cell['alignment']['aer']:.2f}" if found else "",
                      f"{100 * cell['alignment']['precision']:.2f}" if found else "",
                      f"{100 * cell['alignment']['recall']:.2f}" if found else ""])
-    metric = CASE_SENSITIVE if facts["scale"] == "tiny" else CASE_INSENSITIVE
+    metric = CASE_SENSITIVE if embedded_data(facts["scale"]) else CASE_INSENSITIVE   # the params' values.bleu
     lines = footer(facts, "Table 4", ("align",), metric, extra=alignment_lines(facts), catalogue=False)
     return Table(title="zhang2018 Table 4: BLEU and alignment error rate, paper vs. ours",
                  columns=["Systems", "BLEU (paper)", "BLEU (ours)", "AER (paper)", "AER (ours)", "precision (ours)",
