@@ -145,10 +145,13 @@ class Estimator:
     """Training and model-step costs of one params (one scale) on one GPU model (default: params' gpu_model)."""
 
     def __init__(self, params, measurements: Measurements, gpu: str | None = None):
-        self.params, self.m, self.gpu = params, measurements, gpu or params.gpu_model
-        missing = [f["experiment"] for f in measurements.families.values() if f["experiment"] not in params.experiments]
-        if missing:
-            raise PipelineError(f"step times measured on {', '.join(missing)}, which the params files do not define")
+        self.params, self.gpu = params, gpu or params.gpu_model
+        # the families measured on an experiment of these params (a workspace may hold only some papers' files)
+        families = {n: f for n, f in measurements.families.items() if f["experiment"] in params.experiments}
+        if not families:
+            measured = ", ".join(f["experiment"] for f in measurements.families.values())
+            raise PipelineError(f"step times measured on {measured}, none of which the params files define")
+        self.m = replace(measurements, families=families)
         if self.gpu not in measurements.gpu_models:
             raise PipelineError(f"gpu_model: expected one of {', '.join(measurements.gpu_models)} (the GPU models "
                                 f"of the step times), got {self.gpu!r}")

@@ -225,10 +225,10 @@ class Params:
     gpu_model: str = "H200"      # the GPU the time limits of runs with GPUs assume (pipeline/cost.py)
 
     def train_minutes(self, experiment: str) -> int:
-        """A training run's whole time limit: its recipe's runtime on the CPU; with GPUs, MARGIN x its cost estimate
-        on gpu_model (pipeline/cost.py run_minutes)."""
+        """A training run's whole time limit: its recipe's runtime on the CPU or below paper scale; with GPUs at paper
+        scale, MARGIN x its cost estimate on gpu_model (pipeline/cost.py run_minutes)."""
         resources = self.recipes[self.experiments[experiment].recipe].resources
-        if not resources.gpu or self.scale == "smoke":   # smoke: SMOKE_MINUTES (pipeline/scales.py)
+        if not resources.gpu or self.scale != "paper":   # the estimate is of the papers' sizes (smoke: SMOKE_MINUTES)
             return resources.runtime
         from pipeline.cost import run_minutes
         return run_minutes(self, experiment)
