@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping
 
 from pipeline.errors import PipelineError
 from pipeline.settings import from_mapping, to_mapping
-from pipeline.steps import DEFAULT_RESOURCES, Resources, register_step
+from pipeline.registry import Registry, unknown
+from pipeline.steps import DEFAULT_RESOURCES, Resources, load_steps, register_step
 from pipeline.steps.arguments import arg
 
 PER = ("system", "column", "table")
@@ -99,7 +100,11 @@ class Analysis:
         return to_mapping(from_mapping(self.settings, raw))
 
 
-ANALYSES: dict[str, Analysis] = {}
+# declared by the shared step modules and every paper's package (load_steps imports both); the same function
+# declared again (its module imported twice) replaces itself
+ANALYSES: Registry = Registry("analysis kind", discover=load_steps,
+                              same=lambda old, new: (old.run.__module__, old.run.__qualname__)
+                              == (new.run.__module__, new.run.__qualname__))
 
 
 @dataclass
@@ -135,7 +140,7 @@ def register_analysis(kind: str, settings: type, *, inputs: Callable, code: tupl
         step.__module__, step.__qualname__ = run.__module__, run.__qualname__
         register_step(analysis.step, AnalysisArgs, rules=(analysis.rule,), stage="table", code=tuple(code),
                       resources=analysis.resources, help=help or (run.__doc__ or kind).splitlines()[0])(step)
-        ANALYSES[kind] = analysis
+        ANALYSES.add(kind, analysis)
         return run
 
     return register
@@ -143,15 +148,13 @@ def register_analysis(kind: str, settings: type, *, inputs: Callable, code: tupl
 
 def analyses() -> dict[str, Analysis]:
     """Every declared kind: the shared ones and every paper's."""
-    from pipeline.steps import load_steps
-    load_steps()
-    return ANALYSES
+    return ANALYSES.every()
 
 
 def get_analysis(kind: str) -> Analysis:
     known = {k: a for k, a in analyses().items() if a.part_of is None}
     if kind not in known:
-        raise PipelineError(f"unknown analysis; expected one of {', '.join(known)}")
+        raise PipelineError(unknown("analysis kind", kind, known))
     return known[kind]
 
 

@@ -20,6 +20,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Mapping
 
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
@@ -251,11 +252,10 @@ def paper_of(params, job) -> str:
     raise PipelineError(f"rule {job.rule} (wildcards {job.wildcards}): no wildcard names its paper")
 
 
-def costs_by_paper(estimator: Estimator, jobs: list) -> tuple[list[tuple], list[RunCost]]:
-    """(rows of HEADER per paper and, for several, "all"; every training run's estimate) of a dry run's jobs."""
-    from pipeline.steps import load_steps
-    scale = estimator.params.scale
-    threads = {rule: step.resources[scale].threads for step in load_steps().values() for rule in step.rules}
+def costs_by_paper(estimator: Estimator, jobs: list,
+                   threads: Mapping[str, int]) -> tuple[list[tuple], list[RunCost]]:
+    """(rows of HEADER per paper and, for several, "all"; every training run's estimate) of a dry run's jobs;
+    `threads`: the cores a job of each rule takes at this scale (its step's resources, pipeline/steps)."""
     by_paper: dict[str, list] = {}
     for job in jobs:
         by_paper.setdefault(paper_of(estimator.params, job), []).append(job)

@@ -186,8 +186,9 @@ def _decoding(r: _Reader, raw: Any, key: str) -> dict:
 
 def _check_test(r: _Reader, test: str, key: str) -> None:
     from pipeline.evaluate.significance import tests
+    from pipeline.registry import unknown
     if test not in tests():
-        r.fail(key, f"unknown significance test '{test}'; expected one of {', '.join(tests())}")
+        r.fail(key, unknown("significance test", test, tests()))
 
 
 def _value_source(r: _Reader, key: str, source: Any) -> str:

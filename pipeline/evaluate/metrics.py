@@ -9,8 +9,9 @@ A metric object has:
 - sentence_scores(stats, field=None) -> array [N]: one score per sentence (t-test, sign test);
 - fields: what `field` may name (the first is "score"); tokenized: True if the caller must tokenise the text.
 
-Registered here: sacrebleu, sacrebleu-ci, multi-bleu, multi-bleu-ci, rouge; in their own modules with the same
-@register_metric decorator, imported at the bottom of this file: ribes (ribes.py, shu2016).
+Registered here, on the numbers that bleu.py, rouge.py and ribes.py compute: sacrebleu, sacrebleu-ci, multi-bleu,
+multi-bleu-ci, rouge, ribes (shu2016). A paper's package may register its own with the same @register_metric
+decorator (pipeline/papers/<paper>/: found by pipeline.registry.load_plugins).
 """
 from __future__ import annotations
 
@@ -23,34 +24,30 @@ from sacrebleu.metrics.bleu import MAX_NGRAM_ORDER
 
 from pipeline.errors import PipelineError
 from pipeline.evaluate import bleu as sb
+from pipeline.evaluate import ribes as rb
 from pipeline.evaluate import rouge as rs
+from pipeline.registry import Registry
 
-METRICS: dict[str, "Metric"] = {}
+METRICS: Registry = Registry("metric")
 
 
 def register_metric(name: str, **options) -> Callable[[type], type]:
     """Class decorator: METRICS[name] = cls(name, **options); stack it to register variants of one class."""
     def register(cls: type) -> type:
-        if name in METRICS:
-            raise PipelineError(f"metric '{name}' is registered twice ({METRICS[name].__class__.__name__} "
-                                f"and {cls.__name__}); expected unique names")
-        METRICS[name] = cls(name, **options)
+        where = f"{METRICS[name].__class__.__name__} and {cls.__name__}" if name in METRICS else ""
+        METRICS.add(name, cls(name, **options), where)
         return cls
     return register
 
 
 def metrics() -> dict[str, "Metric"]:
-    """Every registered metric: these, and those the papers' packages register (pipeline/steps: load_steps)."""
-    from pipeline.steps import load_steps
-    load_steps()
-    return METRICS
+    """Every registered metric: these, and those the papers' packages register (pipeline.registry: load_plugins)."""
+    return METRICS.every()
 
 
 def get_metric(name: str) -> "Metric":
     """The registered metric called `name`; PipelineError listing the known names otherwise."""
-    if name not in METRICS and name not in metrics():
-        raise PipelineError(f"metric: unknown metric {name!r}; expected one of {', '.join(sorted(METRICS))}")
-    return METRICS[name]
+    return METRICS.lookup(name)
 
 
 class Metric:
@@ -214,5 +211,38 @@ class Rouge(Metric):
         return 100 * self.check_stats(stats, len(rs.ROUGE_TYPES))[:, column].astype(np.float64)
 
 
-# Metrics defined in other modules register on import; import them here.
-import pipeline.evaluate.ribes  # noqa: E402,F401  "ribes" (shu2016)
+@register_metric("ribes")
+class Ribes(Metric):
+    """RIBES (pipeline.evaluate.ribes: RIBES.py's numbers) on text the caller tokenised, lowercased; a fraction in
+    [0, 1]; stats: [sentence RIBES] per sentence."""
+
+    tokenized = True
+
+    def __init__(self, name: str, *, case: bool = False):
+        super().__init__(name)
+        self.case = case
+
+    def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
+        """Corpus RIBES (mean of each sentence's best over the reference streams); `lang` only names the text."""
+        if not isinstance(lang, str) or not lang:
+            raise PipelineError(f"lang: expected a target language code, got {lang!r}")
+        stats = rb.ribes_statistics(hyps, refs, self.case)
+        return {"metric": self.name, "score": self.score_from_stats(stats),
+                "signature": rb.ribes_signature(len(refs), self.case), "n_sentences": len(stats),
+                "n_references": len(refs), "stats": stats}
+
+    def score_from_stats(self, stats, field: str | None = None) -> float:
+        """The mean sentence RIBES of these rows."""
+        return float(np.mean(self.sentence_scores(stats, field), dtype=np.float64))
+
+    def sentence_scores(self, stats, field: str | None = None) -> np.ndarray:
+        """Each row's sentence RIBES."""
+        self.check_field(field)
+        return self.check_stats(stats, 1)[:, 0].astype(np.float64)
+
+
+def rouge(hyps: list[str], refs: list[str], *more_refs: list[str]) -> dict:
+    """{"rouge1", "rouge2", "rougeL"}: sentence-averaged F x 100 of the "rouge" metric; `more_refs` further streams."""
+    sb.check_aligned(hyps=list(hyps), refs=list(refs), **{f"refs{i}": list(r) for i, r in enumerate(more_refs, 1)})
+    result = get_metric("rouge").score(list(hyps), [list(refs), *[list(r) for r in more_refs]], "en")
+    return {kind: result[kind] for kind in rs.ROUGE_TYPES}

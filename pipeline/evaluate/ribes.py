@@ -20,11 +20,8 @@ from __future__ import annotations
 
 from math import exp
 
-import numpy as np
-
 from pipeline.errors import PipelineError
 from pipeline.evaluate.bleu import check_streams
-from pipeline.evaluate.metrics import Metric, register_metric
 
 ALPHA = 0.25
 BETA = 0.10
@@ -128,32 +125,3 @@ def ribes_statistics(hyps: list[str], refs: list[list[str]], case: bool = False)
 def ribes_signature(n_refs: int, case: bool = False) -> str:
     """What produced the RIBES numbers, in sacrebleu's signature style."""
     return f"ribes|alpha:{ALPHA}|beta:{BETA}|case:{'mixed' if case else 'lc'}|nrefs:{n_refs}|impl:{SCRIPT}"
-
-
-@register_metric("ribes")
-class Ribes(Metric):
-    """RIBES on text the caller tokenised, lowercased; a fraction in [0, 1]; stats: [sentence RIBES] per sentence."""
-
-    tokenized = True
-
-    def __init__(self, name: str, *, case: bool = False):
-        super().__init__(name)
-        self.case = case
-
-    def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
-        """Corpus RIBES (mean of each sentence's best over the reference streams); `lang` only names the text."""
-        if not isinstance(lang, str) or not lang:
-            raise PipelineError(f"lang: expected a target language code, got {lang!r}")
-        stats = ribes_statistics(hyps, refs, self.case)
-        return {"metric": self.name, "score": self.score_from_stats(stats),
-                "signature": ribes_signature(len(refs), self.case), "n_sentences": len(stats),
-                "n_references": len(refs), "stats": stats}
-
-    def score_from_stats(self, stats, field: str | None = None) -> float:
-        """The mean sentence RIBES of these rows."""
-        return float(np.mean(self.sentence_scores(stats, field), dtype=np.float64))
-
-    def sentence_scores(self, stats, field: str | None = None) -> np.ndarray:
-        """Each row's sentence RIBES."""
-        self.check_field(field)
-        return self.check_stats(stats, 1)[:, 0].astype(np.float64)

@@ -13,7 +13,7 @@ from importlib.metadata import version
 from typing import Sequence
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.bleu import check_aligned, check_streams
+from pipeline.evaluate.bleu import check_streams
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -51,14 +51,6 @@ def rouge_signature(n_refs: int, use_stemmer: bool = False) -> str:
     """What produced the ROUGE numbers, in sacrebleu's signature style."""
     return (f"rouge-score|nrefs:{n_refs}|refs:max-f|types:{','.join(ROUGE_TYPES)}|f:f1|avg:sentence|"
             f"tok:default|stem:{'yes' if use_stemmer else 'no'}|version:{version('rouge-score')}")
-
-
-def rouge(hyps: list[str], refs: list[str], *more_refs: list[str]) -> dict:
-    """{"rouge1", "rouge2", "rougeL"}: sentence-averaged F x 100 of the "rouge" metric; `more_refs` further streams."""
-    from pipeline.evaluate.metrics import get_metric
-    check_aligned(hyps=list(hyps), refs=list(refs), **{f"refs{i}": list(r) for i, r in enumerate(more_refs, 1)})
-    result = get_metric("rouge").score(list(hyps), [list(refs), *[list(r) for r in more_refs]], "en")
-    return {kind: result[kind] for kind in ROUGE_TYPES}
 
 
 def meteor_unavailable_reason() -> str:

@@ -26,32 +26,26 @@ import numpy as np
 from sacrebleu.significance import estimate_ci
 
 from pipeline.errors import PipelineError
+from pipeline.registry import Registry
 
-TESTS: dict[str, Callable[..., dict]] = {}
+TESTS: Registry = Registry("significance test")
 
 
 def register_test(name: str) -> Callable[[Callable], Callable]:
     """Function decorator: TESTS[name] = fn(metric, baseline, system, *, field, n_samples, seed) -> dict."""
     def register(fn: Callable) -> Callable:
-        if name in TESTS:
-            raise PipelineError(f"significance test '{name}' is registered twice; expected unique names")
-        TESTS[name] = fn
-        return fn
+        return TESTS.add(name, fn, f"{fn.__module__}.{fn.__qualname__}")
     return register
 
 
 def tests() -> dict[str, Callable[..., dict]]:
-    """Every registered test: these, and those the papers' packages register (pipeline/steps: load_steps)."""
-    from pipeline.steps import load_steps
-    load_steps()
-    return TESTS
+    """Every registered test: these, and those the papers' packages register (pipeline.registry: load_plugins)."""
+    return TESTS.every()
 
 
 def get_test(name: str) -> Callable[..., dict]:
     """The registered test called `name`; PipelineError listing the known names otherwise."""
-    if name not in TESTS and name not in tests():
-        raise PipelineError(f"test: unknown significance test {name!r}; expected one of {', '.join(TESTS)}")
-    return TESTS[name]
+    return TESTS.lookup(name)
 
 
 def _positive_int(value, name: str) -> int:

@@ -1,18 +1,18 @@
 """The layout registry: each paper's package registers its layouts by table name; build() runs one.
 
 A layout is fn(cells, facts) (pipeline/report/cells.py): a table layout returns a Table, a figure layout
-(registered with figure=True) a (Table, Figure) pair. Papers live in pipeline/papers/<paper>/ and register on import.
+(registered with figure=True) a (Table, Figure) pair. Papers live in pipeline/papers/<paper>/ and register on import
+(pipeline.registry: load_plugins imports them).
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
 from matplotlib.figure import Figure
 
 from pipeline.errors import PipelineError
+from pipeline.registry import Registry, load_plugins
 from pipeline.report.table import Table
 
 SMOKE_LINE = ("smoke scale: a check that the paper scale's models, recipes and code paths build this on GPUs, trained "
@@ -27,7 +27,20 @@ class Layout:
     figure: bool = False
 
 
-LAYOUTS: dict[str, Layout] = {}
+def _where(function: Callable) -> str:
+    return f"{function.__module__}.{function.__qualname__}"
+
+
+def load_papers() -> dict[str, Layout]:
+    """Import every paper's layout modules (its package's LAYOUT_MODULES: pipeline.registry.load_plugins), so that
+    all layouts register; returns LAYOUTS."""
+    load_plugins(layouts=True)
+    return LAYOUTS
+
+
+# the same function registered again (its module imported twice) replaces itself
+LAYOUTS: Registry = Registry("layout", same=lambda old, new: _where(old.function) == _where(new.function),
+                             discover=load_papers)
 
 
 def register_layout(name: str, figure: bool = False) -> Callable:
@@ -37,25 +50,11 @@ def register_layout(name: str, figure: bool = False) -> Callable:
 
     def register(function: Callable) -> Callable:
         known = LAYOUTS.get(name)
-        where = f"{function.__module__}.{function.__qualname__}"
-        if known is not None and f"{known.function.__module__}.{known.function.__qualname__}" != where:
-            raise PipelineError(f"layout {name!r}: registered by {known.function.__module__}."
-                                f"{known.function.__qualname__} and by {where}; expected one layout per name")
-        LAYOUTS[name] = Layout(function, figure)
+        where = f"by {_where(known.function)} and by {_where(function)}" if known else ""
+        LAYOUTS.add(name, Layout(function, figure), where)
         return function
 
     return register
-
-
-def load_papers() -> dict[str, Layout]:
-    """Import every paper's layout modules (its package's LAYOUT_MODULES), so that all layouts register; returns
-    LAYOUTS."""
-    papers = importlib.import_module("pipeline.papers")
-    for module in pkgutil.iter_modules(papers.__path__, prefix=f"{papers.__name__}."):
-        package = importlib.import_module(module.name)
-        for name in getattr(package, "LAYOUT_MODULES", ()):
-            importlib.import_module(f"{module.name}.{name}")
-    return LAYOUTS
 
 
 def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
@@ -64,9 +63,7 @@ def build(name: str, cells: dict, facts: dict) -> tuple[Table, Figure | None]:
     what they were computed with (facts["compute"]: torch, and on the CPU its code path and threads); at smoke scale,
     after a line saying its numbers are no result (SMOKE_LINE)."""
     load_papers()
-    if name not in LAYOUTS:
-        raise PipelineError(f"layout {name!r}: unknown; known layouts: {', '.join(sorted(LAYOUTS)) or 'none'}")
-    layout = LAYOUTS[name]
+    layout = LAYOUTS.lookup(name, plugins=False)
     result = layout.function(cells, facts)
     if layout.figure:
         if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Table)

@@ -71,8 +71,10 @@ def register_step(name: str, args: type, *, help: str, rules: tuple[str, ...] = 
     if set(resources) != set(WRITTEN_SCALES):
         raise PipelineError(f"step {name!r}: resources for {sorted(resources)}; expected one per scale "
                             f"({', '.join(WRITTEN_SCALES)}; smoke takes paper's)")
-    paper = resources["paper"]   # smoke: the paper scale's resources (GPUs included) for at most SMOKE_MINUTES
-    resources["smoke"] = replace(paper, runtime=min(paper.runtime, SMOKE_MINUTES))
+    # smoke: a step that runs a model on a GPU at paper scale does so at smoke; the others work on the embedded
+    # corpora, as at tiny scale, with its resources; every one for at most SMOKE_MINUTES
+    asked = resources["paper"] if resources["paper"].gpu else resources["tiny"]
+    resources["smoke"] = replace(asked, runtime=min(asked.runtime, SMOKE_MINUTES))
 
     def register(fn: Callable) -> Callable:
         known = STEPS.get(name)

@@ -9,7 +9,7 @@ from pipeline.cost import MEASUREMENTS
 from pipeline.errors import PipelineError
 from pipeline.fileio import atomic_open
 from pipeline.scales import SCALES
-from pipeline.steps import register_step
+from pipeline.steps import register_step, rule_steps
 from pipeline.steps.arguments import arg
 
 
@@ -147,7 +147,8 @@ def cost(args: CostArgs) -> None:
                          capture_output=True, text=True)
     if dry.returncode != 0:
         raise PipelineError(f"the dry run of the targets failed:\n{dry.stderr[-3000:]}{dry.stdout[-3000:]}")
-    rows, runs = costs_by_paper(estimator, planned_jobs(dry.stdout))
+    threads = {rule: step.resources[params.scale].threads for rule, step in rule_steps().items()}
+    rows, runs = costs_by_paper(estimator, planned_jobs(dry.stdout), threads)
     model = measurements.gpu_models[gpu]
     scaled = "measured" if gpu in measurements.gpu else \
         f"scaled from {measurements.gpu} x {model['time_factor']:g}, not measured ({model['basis']})"

@@ -180,7 +180,7 @@ def test_tokenized_bleu_lowercase_equals_registry():
 # --- rouge.py ---------------------------------------------------------------------------------------
 
 def test_rouge_wrapper_is_the_registered_metric():
-    from pipeline.evaluate.rouge import rouge
+    from pipeline.evaluate.metrics import rouge
 
     # hyp [the cat sat here] against [a cat sat]: ROUGE-1 F 4/7, ROUGE-2 F 2/5, ROUGE-L F 4/7 (x 100)
     got = rouge(["The cat, sat here."], ["a CAT sat"])

@@ -45,7 +45,7 @@ def test_register_metric_decorator_and_duplicates():
 
         assert get_metric("test-single").factor == 1.0 and get_metric("test-double").factor == 2.0
         assert get_metric("test-double").name == "test-double"
-        with pytest.raises(PipelineError, match="'test-single' is registered twice"):
+        with pytest.raises(PipelineError, match="metric 'test-single': registered twice \\(Scaled and Scaled\\)"):
             register_metric("test-single")(Scaled)
     finally:
         METRICS.pop("test-single", None), METRICS.pop("test-double", None)

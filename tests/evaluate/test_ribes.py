@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.evaluate.metrics import get_metric
-from pipeline.evaluate.ribes import Ribes, sentence_ribes, word_order
+from pipeline.evaluate.metrics import Ribes, get_metric
+from pipeline.evaluate.ribes import sentence_ribes, word_order
 from sentences import corpus, noisy
 
 

@@ -268,7 +268,8 @@ def test_collins_sign_test_on_3000_sentences_is_fast_and_equals_column_sums():
 def test_registry_and_errors():
     assert list(TESTS) == ["paired_bootstrap", "approximate_randomization", "paired_t_test", "sign_test",
                            "collins_sign_test"]
-    with pytest.raises(PipelineError, match="unknown significance test 'wilcoxon'; expected one of paired_boot"):
+    with pytest.raises(PipelineError, match="unknown significance test 'wilcoxon'; expected one of approximate_randomization, collins_sign_test, "
+                                            "paired_bootstrap"):
         get_test("wilcoxon")
     with pytest.raises(PipelineError, match="registered twice"):
         register_test("sign_test")(lambda *a, **k: {})

@@ -16,6 +16,7 @@ from pipeline.cost import (EPOCH_PAIRS, MARGIN, Estimator, Measurements, approxi
                            load_measurements)
 from pipeline.dry_run import PlannedJob, planned_jobs
 from pipeline.errors import PipelineError
+from pipeline.steps import rule_steps
 from workspace import ROOT, TOY_HAO2019, TOY_SHARED, project_params, run
 from test_config import parse
 
@@ -59,7 +60,8 @@ def test_a_builds_rows_add_up_its_jobs_by_paper(toy):
             PlannedJob("translate", {"system": "zhen-base", "split": "test"}, {"gpu": "1", "runtime": "120"}),
             PlannedJob("score", {"system": "zhen-base", "split": "test", "metric": "sacrebleu"}, {"gpu": "0"}),
             PlannedJob("table", {"paper": "hao2019", "output": "table3"}, {"gpu": "0"})]
-    (row,), runs = costs_by_paper(toy, jobs)
+    threads = {rule: step.resources[toy.params.scale].threads for rule, step in rule_steps().items()}
+    (row,), runs = costs_by_paper(toy, jobs, threads)
     train = sum(r.gpu_hours for r in runs)
     assert row == ("hao2019", 2, train, 1, pytest.approx(0.1), pytest.approx(train + 0.1),
                    pytest.approx(train + 0.1), 2, pytest.approx(2.0))   # one core per job at tiny scale; 1 GPU x 2 h
