@@ -263,13 +263,12 @@ def costs_by_paper(estimator: Estimator, jobs: list,
     for paper, mine in sorted(by_paper.items()):
         runs = [replace(estimator.run(job.wildcards["exp"]), asked_minutes=int(job.resources.get("runtime", 0))
                         * estimator.params.train_slices(job.wildcards["exp"])) for job in mine if job.rule == "train"]
-        gpu_jobs = [job for job in mine if job.rule != "train" and int(job.resources.get("gpu", 0)) > 0]
+        gpu_jobs = [job for job in mine if job.rule != "train" and job.gpus > 0]
         train_hours = sum(r.gpu_hours for r in runs)
         jobs_hours = sum(estimator.step_hours(job.rule) for job in gpu_jobs)
         cpu_hours = sum(r.cpus * r.wall_hours for r in runs) + sum(
             threads[job.rule] * estimator.step_hours(job.rule) for job in gpu_jobs)
-        asked = (sum(r.gpus * r.asked_minutes for r in runs)
-                 + sum(int(job.resources["gpu"]) * int(job.resources["runtime"]) for job in gpu_jobs)) / 60
+        asked = sum(r.gpus * r.asked_minutes for r in runs) / 60 + sum(job.gpu_hours_asked for job in gpu_jobs)
         rows.append((paper, len(runs), train_hours, len(gpu_jobs), jobs_hours, train_hours + jobs_hours, cpu_hours,
                      len(mine) - len(runs) - len(gpu_jobs), asked))
         all_runs += runs

@@ -15,6 +15,16 @@ class PlannedJob:
     shell: str = field(default="", compare=False)
     reason: str = field(default="", compare=False)
 
+    @property
+    def gpus(self) -> int:
+        """The GPUs the job asks for (0 where its resources name none)."""
+        return int(self.resources.get("gpu", 0) or 0)
+
+    @property
+    def gpu_hours_asked(self) -> float:
+        """Its GPUs x its time limit, in hours."""
+        return self.gpus * int(self.resources.get("runtime", 0) or 0) / 60
+
 
 def _pairs(line: str | None) -> dict:
     return dict(item.split("=", 1) for item in line.split(", ") if "=" in item) if line else {}

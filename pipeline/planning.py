@@ -48,7 +48,7 @@ def plan_lines(jobs: Sequence[PlannedJob], gpu_hours: Callable[[PlannedJob], flo
 def total_line(jobs: Sequence[PlannedJob], gpu_hours: Callable[[PlannedJob], float] | None, gpu: str | None) -> str:
     """`53 jobs: 3 training runs, 12 on GPUs; 98.3 GPU-h on H200` (no GPU-hours without an estimate)."""
     runs = sum(job.rule == "train" for job in jobs)
-    on_gpus = sum(int(job.resources.get("gpu", 0) or 0) > 0 for job in jobs)
+    on_gpus = sum(job.gpus > 0 for job in jobs)
     line = f"{len(jobs)} jobs: {runs} training run{'s' * (runs != 1)}, {on_gpus} on GPUs"
     if gpu_hours and on_gpus:
         train = sum(gpu_hours(job) for job in jobs if job.rule == "train")

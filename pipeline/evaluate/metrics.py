@@ -50,6 +50,12 @@ def get_metric(name: str) -> "Metric":
     return METRICS.lookup(name)
 
 
+def _check_lang(lang) -> None:
+    """Refuse a missing or non-string target language code."""
+    if not isinstance(lang, str) or not lang:
+        raise PipelineError(f"lang: expected a target language code, got {lang!r}")
+
+
 class Metric:
     """Base class: the interface in the module docstring."""
 
@@ -113,8 +119,7 @@ class _Bleu(Metric):
 
     def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
         """Corpus BLEU of hyps against every reference stream (see the class docstring)."""
-        if not isinstance(lang, str) or not lang:
-            raise PipelineError(f"lang: expected a target language code, got {lang!r}")
+        _check_lang(lang)
         metric = sb.sacrebleu_metric(tokenize=self.tokenize_for(lang), lowercase=self.lowercase,
                                      tokenized=self.tokenized)
         stats = sb.corpus_statistics(metric, hyps, refs)
@@ -187,8 +192,7 @@ class Rouge(Metric):
 
     def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
         """Sentence-averaged ROUGE F x 100 against every reference stream; `lang` only names the text."""
-        if not isinstance(lang, str) or not lang:
-            raise PipelineError(f"lang: expected a target language code, got {lang!r}")
+        _check_lang(lang)
         stats = rs.rouge_statistics(hyps, refs, use_stemmer=self.use_stemmer)
         array = np.asarray(stats, dtype=float)
         return {"metric": self.name, "score": self.score_from_stats(array),
@@ -224,8 +228,7 @@ class Ribes(Metric):
 
     def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
         """Corpus RIBES (mean of each sentence's best over the reference streams); `lang` only names the text."""
-        if not isinstance(lang, str) or not lang:
-            raise PipelineError(f"lang: expected a target language code, got {lang!r}")
+        _check_lang(lang)
         stats = rb.ribes_statistics(hyps, refs, self.case)
         return {"metric": self.name, "score": self.score_from_stats(stats),
                 "signature": rb.ribes_signature(len(refs), self.case), "n_sentences": len(stats),

@@ -92,12 +92,12 @@ def plan(args: PlanArgs) -> None:
         gpu = label = "the GPUs asked, at most for their time limits"
 
         def hours(job) -> float:
-            return int(job.resources.get("gpu", 0) or 0) * int(job.resources.get("runtime", 0) or 0) / 60
-    elif any(int(job.resources.get("gpu", 0) or 0) > 0 for job in jobs):
+            return job.gpu_hours_asked
+    elif any(job.gpus > 0 for job in jobs):
         estimator = Estimator(params, load_measurements(args.step_times), gpu)
 
         def hours(job) -> float:
-            if int(job.resources.get("gpu", 0) or 0) == 0:
+            if job.gpus == 0:
                 return 0.0
             return estimator.run(job.wildcards["exp"]).gpu_hours if job.rule == "train" else \
                 estimator.step_hours(job.rule)
