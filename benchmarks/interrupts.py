@@ -127,7 +127,7 @@ def main() -> None:
     run(["git", "commit", "-qm", "toy project"], ws)
     smk = ["snakemake", "--profile", "workflows/profiles/local"]
     started = time.monotonic()
-    run(["dvc", "repro", f"train@{EXP}"], ws, timeout=3600)
+    run(["dvc", "repro", f"train-{EXP}"], ws, timeout=3600)
     reference = sha(ws / MODEL)
     run(["git", "add", "-A"], ws)
     run(["git", "commit", "-qm", "trained"], ws)
@@ -150,7 +150,7 @@ def main() -> None:
     same = kept = resumed = 0
     params_file = ws / "params/hao2019.yaml"
     for trial in range(1, args.trials + 1):
-        outs = yaml.safe_load((ws / "dvc.lock").read_text())["stages"][f"train@{EXP}"]["outs"]
+        outs = yaml.safe_load((ws / "dvc.lock").read_text())["stages"][f"train-{EXP}@tiny"]["outs"]
         previous = next(o["md5"] for o in outs if o["path"].endswith(f"models/{EXP}"))
         params = yaml.safe_load(params_file.read_text())
         params["recipes"]["toy"]["lr"] = round(0.003 + 0.0001 * trial, 6)
@@ -158,11 +158,11 @@ def main() -> None:
         ctrl_c = trial % 2 == 1
         stop = ((lambda proc: os.killpg(proc.pid, signal.SIGINT)) if ctrl_c
                 else (lambda proc: os.kill(proc.pid, signal.SIGKILL)))
-        how, stopped_in = interrupted(ws, ["dvc", "repro", f"train@{EXP}"], target(), stop)
+        how, stopped_in = interrupted(ws, ["dvc", "repro", f"train-{EXP}"], target(), stop)
         cached = (ws / ".dvc/cache/files/md5" / previous[:2] / previous[2:]).exists()
-        run(["dvc", "repro", f"train@{EXP}"], ws, timeout=3600)
+        run(["dvc", "repro", f"train-{EXP}"], ws, timeout=3600)
         final, info = sha(ws / MODEL), summary(ws)
-        run(["dvc", "repro", "--force", f"train@{EXP}"], ws, timeout=3600)
+        run(["dvc", "repro", "--force", f"train-{EXP}"], ws, timeout=3600)
         reference = sha(ws / MODEL)
         same += final == reference
         kept += cached

@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 
 
+@lru_cache(maxsize=None)
 def _module_file(name: str) -> Path | None:
     """pipeline.a.b -> pipeline/a/b.py or pipeline/a/b/__init__.py (None if neither exists)."""
     base = REPO.joinpath(*name.split("."))
@@ -56,9 +57,15 @@ def closure(roots: Iterable[str]) -> set[Path]:
     """The files of the modules `roots` import, transitively, with their packages' __init__ (whose own imports are
     followed only where the package itself is imported: a paper's package imports all its modules, a module of it
     needs none of its neighbours)."""
+    return set().union(*map(_closure_of, roots))
+
+
+@lru_cache(maxsize=None)
+def _closure_of(root: str) -> frozenset[Path]:
+    """closure([root]), computed once per process."""
     seen: set[Path] = set()
     followed: set[Path] = set()
-    todo = list(roots)
+    todo = [root]
     while todo:
         parts = todo.pop().split(".")
         for i in range(1, len(parts) + 1):
@@ -69,10 +76,11 @@ def closure(roots: Iterable[str]) -> set[Path]:
             if i == len(parts) and path not in followed:
                 followed.add(path)
                 todo += _imports(path)
-    return seen
+    return frozenset(seen)
 
 
-def function_imports(fn: Callable) -> list[str]:
+@lru_cache(maxsize=None)
+def function_imports(fn: Callable) -> tuple[str, ...]:
     """The pipeline.* modules a module-level function uses: its module's top-level imports, its own and those of the
     module-level functions and classes it refers to by name (transitively within the module)."""
     module = inspect.getmodule(fn)
@@ -87,7 +95,7 @@ def function_imports(fn: Callable) -> list[str]:
             continue
         used.add(name)
         todo += [node.id for node in ast.walk(defs[name]) if isinstance(node, ast.Name)]
-    return _imports_in(top + [defs[name] for name in used])
+    return tuple(_imports_in(top + [defs[name] for name in used]))
 
 
 def code_files(functions: Iterable[Callable], modules: Iterable[str] = ()) -> list[str]:

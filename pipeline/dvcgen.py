@@ -1,22 +1,28 @@
 """dvc.yaml from the params files and the step registry: one stage per corpus, trained system, evaluated system,
-table and figure.
+table and figure, each written out whole.
 
-Each stage runs Snakemake for exactly its own rules (the rules of the registered steps of its stage group,
-pipeline/steps/) and target, and depends on exactly what its target reads: its corpora and systems (artifact
-folders; an analysis's from the files its declaration reads) and the code its steps run (pipeline/code_deps.py:
-the steps' functions and the modules of the metrics, tests and analysis kinds it uses, by import closure, so a
-stage's code dependencies cannot drift). pipeline/cli.py, the thin layer every step goes through, is left out so
-that editing the command line does not make every stage stale (our choice).
+A stage runs Snakemake for exactly its own rules (those of the registered steps, pipeline/steps/, that its item
+uses) and target, and depends on exactly what its target reads: its corpora and systems (artifact folders; an
+analysis's from the files its declaration reads), the params keys that define it and the code its steps run
+(pipeline/code_deps.py: the steps' functions and the modules of the metrics, tests and analysis kinds it uses, by
+import closure). No stage shares a command or a dependency list with another, so adding a paper, a step or an
+analysis kind adds stages and leaves every other one byte-identical. pipeline/cli.py, the thin layer every step goes
+through, is left out so that editing the command line does not make every stage stale (our choice).
 
-DVC's templating cannot interpolate a list, so stages of one group whose dependency lists differ in length take
-numbered slots (a00, a01, ...; c00, ...) and a stage with fewer repeats its last entry (DVC accepts repeats).
+The scale is in each stage's name: a stage is a `foreach` over the one active scale (`corpus-en-de@tiny`), so
+dvc.lock keeps the records of each scale side by side and `dvc exp run -S scale=paper` names its own stages. The
+stages are the same at every scale (pipeline/scales.py): a test checks it.
 """
 from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
 
 import yaml
 
 from pipeline.analyses import table_jobs
 from pipeline.config import Params
+from pipeline.errors import PipelineError
 from pipeline.evaluate.metrics import get_metric
 from pipeline.evaluate.significance import get_test
 from pipeline.paths import Paths
@@ -28,118 +34,143 @@ from pipeline.steps.training import weights_files
 SMK = "python -m pipeline.dvc_stage snakemake --profile workflows/profiles/local --quiet rules"
 ART = "${paths.artifacts}/${scale}"
 FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
+NAME_CHARS = set(string.ascii_letters + string.digits + "_-")   # what DVC allows in a stage name
+TRUECASING = ("learn-truecaser", "truecase")    # the corpus steps of a truecased corpus only
+
+
+# ------------------------------------------------------------------------------------------------- one stage
+def stage_name(kind: str, item: str) -> str:
+    """`<kind>-<item>`, the name DVC suffixes with `@<scale>`; an item DVC cannot name is refused."""
+    if not set(item) <= NAME_CHARS:
+        raise PipelineError(f"{kind} {item!r}: a dvc.yaml stage name may hold only letters, digits, '_' and '-'")
+    return f"{kind}-{item}"
+
+
+def _params(pairs) -> list:
+    """[{file: [key, ...]}, ...] from (file, key) pairs, each file once, keys sorted."""
+    files: dict[str, set] = {}
+    for file, key in pairs:
+        files.setdefault(file, set()).add(key)
+    return [{file: sorted(keys)} for file, keys in sorted(files.items())]
+
+
+@dataclass
+class Stage:
+    """One stage at one scale: the steps whose rules it runs for its target, what it reads and writes."""
+    steps: set
+    target: str
+    deps: set
+    params: list
+    outs: list
+    scores: set = field(default_factory=set)   # an evaluation's wanted scores (named in its command)
+
+    def merge(self, other: Stage) -> Stage:
+        """The stage that serves both scales: their steps, dependencies and scores together."""
+        assert (self.target, self.params, self.outs) == (other.target, other.params, other.outs), (self, other)
+        return Stage(self.steps | other.steps, self.target, self.deps | other.deps, self.params, self.outs,
+                     self.scores | other.scores)
+
+    def render(self) -> dict:
+        """dvc.yaml's entry: a foreach over the active scale (its name's suffix) running Snakemake for the steps'
+        rules."""
+        registry = load_steps()
+        rules = " ".join(sorted(rule for name in self.steps for rule in registry[name].rules))
+        note = f"  # scores: {' '.join(sorted(self.scores))}" if self.scores else ""
+        return {"foreach": ["${scale}"],
+                "do": {"cmd": f"{SMK} --allowed-rules {rules} -- {self.target}{note}", "deps": sorted(self.deps),
+                       "params": self.params, "outs": self.outs}}
 
 
 # ------------------------------------------------------------------------------------------------- stages
-def _slots(prefix: str, values: list, width: int) -> dict:
-    """{prefix00: v0, ...} for `width` slots, the last value repeated (see the module docstring)."""
-    values = list(values) or [""]
-    return {f"{prefix}{i:02d}": values[min(i, len(values) - 1)] for i in range(width)}
+def corpus_steps(p: Params, corpus: str) -> set[str]:
+    """The steps that prepare a corpus: the corpus group's, truecasing only for a truecased corpus."""
+    return {name for name, step in load_steps().items() if step.stage == "corpus"
+            and (p.corpora[corpus].truecase or name not in TRUECASING)}
 
 
-def _dep_lines(prefix: str, width: int, artifact: bool) -> list[str]:
-    root = f"{ART}/" if artifact else ""
-    return [f"{root}${{item.{prefix}{i:02d}}}" for i in range(width)]
+def corpus_stage(p: Params, name: str) -> Stage:
+    steps = corpus_steps(p, name)
+    return Stage(steps, f"{ART}/data/{name}/ready", set(step_files(sorted(steps))),
+                 ["scale", "seed", {p.files[p.corpora[name].paper]: [f"corpora.{name}"]}], [f"{ART}/data/{name}"])
 
 
-def _param_lines(width: int) -> list[dict]:
-    return [{f"${{item.f{i:02d}}}": [f"${{item.k{i:02d}}}"]} for i in range(width)]
+def train_stage(p: Params, name: str) -> Stage:
+    exp = p.experiments[name]
+    start = f"models/{exp.init}" if exp.init else f"data/{exp.corpus}"   # the baseline fine-tuned, if any
+    deps = {f"{ART}/data/{exp.corpus}", f"{ART}/{start}", *step_files(["train"]), *weights_files(p.model_spec(name))}
+    return Stage({"train"}, f"{ART}/models/{name}/model.pt", deps,
+                 ["seed", "precision", "cpu_math", *_params(exp.params_keys)],
+                 [f"{ART}/models/{name}", f"{ART}/curves/{name}"])
 
 
-def _keys(pairs) -> tuple[list, list]:
-    files, keys = zip(*pairs) if pairs else ((), ())
-    return list(files), list(keys)
+def eval_stage(p: Params, name: str) -> Stage:
+    system = p.systems[name]
+    steps = system_steps(p, name)
+    metrics = sorted({type(get_metric(metric)).__module__ for _, metric in p.scores_of(name)})
+    deps = {f"{ART}/data/{system.corpus}", *(f"{ART}/{folder}" for folder in _system_artifacts(p, name)),
+            *step_files(sorted(steps), metrics), *_model_code(p, p.members(name))}
+    return Stage(steps, f"{ART}/eval/{name}/scores.json", deps, ["decoding", "cpu_math", *_params(system.params_keys)],
+                 [f"{ART}/eval/{name}"], {f"{split}.{metric}" for split, metric in p.scores_of(name)})
 
 
-class _Flow(dict):
-    """A mapping written on one line (one stage's item per line keeps dvc.yaml readable)."""
+def table_stage(p: Params, name: str) -> Stage:
+    from pipeline.report.layouts import load_papers
+    table = p.tables[name]
+    steps, modules = table_steps(p, name), []
+    if table.significance is not None:
+        modules += [get_test(table.significance.test).__module__, type(get_metric(table.tested()[0])).__module__]
+    deps = {*(f"{ART}/{folder}" for folder in _table_artifacts(p, table)),
+            *step_files(sorted(steps), modules, [load_papers()[table.layout].function])}
+    result = f"results/${{scale}}/{table.paper}/{table.output}"
+    section = "figures" if table.figure else "tables"
+    return Stage(steps, f"{result}.tsv", deps, ["significance", {p.files[table.paper]: [f"{section}.{name}"]}],
+                 [f"{ART}/tables/{name}", {f"{result}.tsv": {"cache": False}},
+                  {f"{result}.{'png' if table.figure else 'md'}": {"cache": False}}])
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+def system_steps(p: Params, system: str) -> set[str]:
+    """The steps that make and score a system's outputs: beam search or supplied files, or its combination's
+    steps with the n-best lists they read; scoring."""
+    from pipeline.derived_systems import METHODS
+    if system in p.combinations:
+        made = ["translate", "external", *METHODS[p.combinations[system].method]["steps"]]
+    else:
+        made = ["external" if system in p.external else "translate"]
+    return {*made, "score", "scores"}
 
 
-_Dumper.add_representer(_Flow, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data,
-                                                                             flow_style=True))
+def table_steps(p: Params, name: str) -> set[str]:
+    """The steps that build a table: the table step, its significance test and its analysis kinds."""
+    table = p.tables[name]
+    kinds = {analysis.step for analysis, _ in table_jobs(p, Paths(p.root), table)}
+    return {"table", *(["significance"] if table.significance is not None else []), *kinds}
 
 
-def _group(items: dict, do: dict) -> dict:
-    return {"foreach": {name: _Flow(item) for name, item in items.items()}, "do": do}
-
-
-def stage_rules(stage: str) -> str:
-    """The Snakemake rules a stage group's stages may run: those of its registered steps."""
-    return " ".join(sorted(rule for step in load_steps().values() if step.stage == stage for rule in step.rules))
-
-
-def stages(p: Params) -> dict:
-    """The `stages:` mapping of dvc.yaml."""
-    steps = load_steps()
+def scale_stages(p: Params) -> dict[str, Stage]:
+    """Stage name -> its stage at the params' scale: corpora, trainings, evaluations, tables, then figures."""
     out = {}
-    corpus = sorted(name for name, step in steps.items() if step.stage == "corpus")
-    out["corpus"] = _group(
-        {name: {"file": p.files[c.paper]} for name, c in p.corpora.items()},
-        {"cmd": f"{SMK} --allowed-rules {stage_rules('corpus')} -- {ART}/data/${{key}}/ready",
-         "deps": step_files(corpus), "params": ["scale", "seed", {"${item.file}": ["corpora.${key}"]}],
-         "outs": [f"{ART}/data/${{key}}"]})
-
-    train_keys = max(len(e.params_keys) for e in p.experiments.values())
-    trainer = step_files(["train"])
-    code = {name: sorted(set(weights_files(p.model_spec(name))) - set(trainer)) for name in p.experiments}
-    c_width = max(map(len, code.values()))
-    items = {}
-    for name, exp in p.experiments.items():
-        files, keys = _keys(exp.params_keys)
-        start = [f"models/{exp.init}"] if exp.init else [f"data/{exp.corpus}"]  # the baseline fine-tuned, if any
-        # a model whose code the trainer's files already hold fills its slots with a trainer file (never '': DVC
-        # refuses an empty dependency)
-        items[name] = {"corpus": exp.corpus, "start": start[0], **_slots("c", code[name] or trainer[:1], c_width),
-                       **_slots("f", files, train_keys), **_slots("k", keys, train_keys)}
-    out["train"] = _group(items, {
-        "cmd": f"{SMK} --allowed-rules {stage_rules('train')} -- {ART}/models/${{key}}/model.pt",
-        "deps": [f"{ART}/data/${{item.corpus}}", f"{ART}/${{item.start}}"] + trainer + _dep_lines("c", c_width, False),
-        "params": ["seed", "precision", "cpu_math"] + _param_lines(train_keys),
-        "outs": [f"{ART}/models/${{key}}", f"{ART}/curves/${{key}}"]})
-
-    systems = _evaluated(p)
-    reads = {name: _system_artifacts(p, name) for name in systems}
-    code = {name: _system_code(p, name) for name in systems}
-    width, c_width = max(map(len, reads.values())), max(map(len, code.values()))
-    eval_keys = max(len(s.params_keys) for s in systems.values())
-    items = {}
-    for name, system in systems.items():
-        files, keys = _keys(system.params_keys)
-        wanted = " ".join(f"{split}.{metric}" for split, metric in p.scores_of(name))
-        items[name] = {"corpus": system.corpus, "scores": wanted, **_slots("m", reads[name], width),
-                       **_slots("c", code[name], c_width), **_slots("f", files, eval_keys),
-                       **_slots("k", keys, eval_keys)}
-    out["eval"] = _group(items, {
-        "cmd": f"{SMK} --allowed-rules {stage_rules('eval')} -- {ART}/eval/${{key}}/scores.json  "
-               f"# scores: ${{item.scores}}",
-        "deps": [f"{ART}/data/${{item.corpus}}"] + _dep_lines("m", width, True) + _dep_lines("c", c_width, False),
-        "params": ["decoding", "cpu_math"] + _param_lines(eval_keys),
-        "outs": [f"{ART}/eval/${{key}}"]})
-
-    for group, figure in (("table", False), ("figure", True)):
-        tables = {name: t for name, t in p.tables.items() if t.figure == figure}
-        if not tables:
-            continue
-        deps = {name: _table_artifacts(p, t) for name, t in tables.items()}
-        code = {name: _table_code(p, t) for name, t in tables.items()}
-        a_width, c_width = max(map(len, deps.values())), max(map(len, code.values()))
-        items = {name: {"file": p.files[t.paper], "paper": t.paper, "output": t.output,
-                        **_slots("a", deps[name], a_width), **_slots("c", code[name], c_width)}
-                 for name, t in tables.items()}
-        rendering = "png" if figure else "md"
-        out[group] = _group(items, {
-            "cmd": f"{SMK} --allowed-rules {stage_rules('table')} -- "
-                   f"results/${{scale}}/${{item.paper}}/${{item.output}}.tsv",
-            "deps": _dep_lines("a", a_width, True) + _dep_lines("c", c_width, False),
-            "params": ["significance", {"${item.file}": [f"{'figures' if figure else 'tables'}.${{key}}"]}],
-            "outs": [f"{ART}/tables/${{key}}",
-                     {"results/${scale}/${item.paper}/${item.output}.tsv": {"cache": False}},
-                     {f"results/${{scale}}/${{item.paper}}/${{item.output}}.{rendering}": {"cache": False}}]})
+    for name in p.corpora:
+        out[stage_name("corpus", name)] = corpus_stage(p, name)
+    for name in p.experiments:
+        out[stage_name("train", name)] = train_stage(p, name)
+    for name in _evaluated(p):
+        out[stage_name("eval", name)] = eval_stage(p, name)
+    for figure in (False, True):
+        for name, table in p.tables.items():
+            if table.figure == figure:
+                out[stage_name("figure" if figure else "table", name)] = table_stage(p, name)
     return out
+
+
+def stages(*at_scales: Params) -> dict:
+    """The `stages:` mapping of dvc.yaml for the same params at each scale: a stage whose steps, dependencies or
+    scores differ between scales (e.g. a corpus truecased at one only) serves them all together, so that the file
+    does not change with the active scale (a stage of one scale only would be run at every scale)."""
+    merged: dict[str, Stage] = {}
+    for p in at_scales:
+        for name, stage in scale_stages(p).items():
+            merged[name] = merged[name].merge(stage) if name in merged else stage
+    return {name: stage.render() for name, stage in merged.items()}
 
 
 def _evaluated(p: Params) -> dict:
@@ -155,19 +186,6 @@ def _system_artifacts(p: Params, system: str) -> list[str]:
     if system in p.combinations:
         found += [f"eval/{s}" for s in p.combinations[system].systems()]
     return found
-
-
-def _system_code(p: Params, system: str) -> list[str]:
-    """The code a system's evaluation runs: how its outputs are made (beam search, supplied files, or its
-    combination's steps with the n-best lists they read), scoring and the modules of the metrics it is scored by."""
-    from pipeline.derived_systems import METHODS
-    if system in p.combinations:
-        steps = ["translate", "external", *METHODS[p.combinations[system].method]["steps"]]
-    else:
-        steps = ["external" if system in p.external else "translate"]
-    metrics = {type(get_metric(metric)).__module__ for _, metric in p.scores_of(system)}
-    runs = step_files(steps + ["score", "scores"], sorted(metrics))
-    return sorted(set(runs) | set(_model_code(p, p.members(system))))
 
 
 def _model_code(p: Params, experiments) -> list[str]:
@@ -196,28 +214,16 @@ def _table_artifacts(p: Params, table) -> list[str]:
     return sorted(set(found))
 
 
-def _table_code(p: Params, table) -> list[str]:
-    """The code a table runs: the table step, its layout, its significance test and analysis kinds."""
-    from pipeline.report.layouts import load_papers
-    names, modules = ["table"], []
-    if table.significance is not None:
-        names.append("significance")
-        modules += [get_test(table.significance.test).__module__,
-                    type(get_metric(table.tested()[0])).__module__]
-    kinds = {analysis.step for analysis, _ in table_jobs(p, Paths(p.root), table)}
-    return step_files(names + sorted(kinds), modules, [load_papers()[table.layout].function])
-
-
-def dvc_yaml(p: Params) -> str:
-    """The whole dvc.yaml text."""
+def dvc_yaml(*at_scales: Params) -> str:
+    """The whole dvc.yaml text, from the same params at each scale (pipeline/scales.py: SCALES)."""
     doc = {
-        "stages": stages(p),
-        "metrics": [f"{ART}/eval/{name}/scores.json" for name in _evaluated(p)],
+        "stages": stages(*at_scales),
+        "metrics": sorted({f"{ART}/eval/{name}/scores.json" for p in at_scales for name in _evaluated(p)}),
         "plots": [{f"{ART}/curves": {"x": "step"}}],
     }
     header = ("# Generated by `python -m pipeline dvc-yaml` from params.yaml and params/*.yaml: do not edit by hand\n"
-              "# (a test checks that it is up to date). One stage per corpus, trained system (train@), evaluated\n"
-              "# system (eval@), table and figure; each runs Snakemake for exactly its own rules and target.\n"
-              "# DVC templating cannot interpolate lists: stages whose dependency lists differ in length use\n"
-              "# numbered slots, a shorter list repeating its last entry (see pipeline/dvcgen.py).\n")
-    return header + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100000, allow_unicode=True)
+              "# (a test checks that it is up to date). One stage per corpus (corpus-<name>), trained system\n"
+              "# (train-<exp>), evaluated system (eval-<system>), table and figure, named for the active scale\n"
+              "# (`dvc repro table-hao2019-table3`, recorded as table-hao2019-table3@tiny); each runs Snakemake\n"
+              "# for exactly its own rules and target and depends on exactly what it reads (pipeline/dvcgen.py).\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, width=100000, allow_unicode=True)

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -177,3 +178,102 @@ def read_table(path: Path) -> list[dict]:
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
     header = lines[0].split("\t")
     return [dict(zip(header, line.split("\t"))) for line in lines[1:]]
+
+
+# ------------------------------------------------------------------------------------------------- a toy paper
+TOY_PAPER = '''
+"""toy2026: a paper added by new files only: its layout, a metric, a significance test and an analysis kind."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.analyses import Task, register_analysis
+from pipeline.evaluate.metrics import Metric, register_metric
+from pipeline.evaluate.significance import register_test
+from pipeline.fileio import read_lines
+from pipeline.report.layouts import register_layout
+from pipeline.report.table import Table
+
+
+@register_metric("exact-match")
+class ExactMatch(Metric):
+    """The percentage of hypotheses equal to their first reference; stats per sentence: (equal, 1)."""
+
+    def score(self, hyps, refs, lang):
+        stats = [[float(h == r), 1.0] for h, r in zip(hyps, refs[0])]
+        return {"metric": self.name, "score": self.score_from_stats(stats), "signature": "exact-match|refs:1",
+                "n_sentences": len(hyps), "n_references": len(refs), "stats": stats}
+
+    def score_from_stats(self, stats, field=None):
+        stats = np.asarray(stats, dtype=float)
+        return float(100.0 * stats[:, 0].sum() / stats[:, 1].sum())
+
+    def sentence_scores(self, stats, field=None):
+        return 100.0 * np.asarray(stats, dtype=float)[:, 0]
+
+
+@register_test("wins")
+def wins(metric, baseline, system, *, field, n_samples, seed):
+    """The share of sentences the system scores higher than the baseline, as its p_value (a toy, not a test)."""
+    b, s = metric.sentence_scores(baseline, field), metric.sentence_scores(system, field)
+    base, ours = metric.score_from_stats(baseline, field), metric.score_from_stats(system, field)
+    return {"test": "wins", "p_value": float(np.mean(s > b)), "baseline_score": base, "system_score": ours,
+            "delta": ours - base, "field": field, "n_sentences": len(b), "signature": "wins"}
+
+
+@dataclass(frozen=True)
+class WordsSettings:
+    """Mean words per hypothesis, over the first `sentences`."""
+    sentences: int = 1000
+
+
+@register_analysis("hyp_words", WordsSettings, inputs=lambda job: {"hyp": job.paths.hyp(job.item, job.split())})
+def hyp_words(task: Task) -> dict:
+    """Mean words per hypothesis."""
+    lines = read_lines(task.inputs["hyp"])[:task.settings.sentences]
+    return {"mean": sum(len(line.split()) for line in lines) / len(lines), "lines": len(lines)}
+
+
+@register_layout("toy2026-table1")
+def table1(cells, facts):
+    rows = [[row, col, f"{cell['em']:.2f}", f"{cell.get('p_value', 1.0):.3f}", f"{cell['hyp_words']['mean']:.3f}"]
+            for row, by_col in cells.items() for col, cell in by_col.items()]
+    return Table(title="toy2026 Table 1", columns=["Row", "Column", "EM", "wins", "words"], rows=rows,
+                 footer=[f"scale: {facts['scale']}", f"test: {facts['significance']['test']}"])
+'''
+
+TOY_PAPER_PARAMS = {
+    "corpora": {"t-copy": {"src": "src", "tgt": "tgt", "source": "toy-copy", "joint_bpe": True, **TOY_CORPUS}},
+    "models": {"t-small": dict(TOY_MODEL)},
+    "recipes": {"t-recipe": dict(TOY_RECIPE)},
+    "experiments": {"t-a": {"corpus": "t-copy", "model": "t-small", "recipe": "t-recipe"},
+                    "t-b": {"corpus": "t-copy", "model": "t-small", "recipe": "t-recipe", "options": {"dropout": 0.1}}},
+    "tables": {"toy2026-table1": {"cells": {"a": {"copy": "t-a"}, "b": {"copy": "t-b"}},
+                                  "values": {"em": "exact-match"},
+                                  "significance": {"value": "em", "baselines": {"b": "a"}, "test": "wins"},
+                                  "analyses": {"hyp_words": {"sentences": 50}}}},
+}
+TOY_PAPER_STAGES = {"corpus-t-copy", "train-t-a", "train-t-b", "eval-t-a", "eval-t-b", "table-toy2026-table1"}
+
+
+def add_toy_paper(ws: Path) -> None:
+    """Add the paper toy2026 by new files only: params/toy2026.yaml and pipeline/papers/toy2026/ (its layout, a
+    metric, a significance test and an analysis kind)."""
+    (ws / "params/toy2026.yaml").write_text(yaml.safe_dump(TOY_PAPER_PARAMS, sort_keys=False), encoding="utf-8")
+    package = ws / "pipeline/papers/toy2026"
+    package.mkdir()
+    (package / "__init__.py").write_text(textwrap.dedent(TOY_PAPER), encoding="utf-8")
+
+
+def stage_texts(dvc_yaml: Path) -> dict[str, str]:
+    """dvc.yaml's text per stage: name -> its lines (a stage is a block indented under `stages:`)."""
+    texts, name = {}, None
+    for line in dvc_yaml.read_text(encoding="utf-8").splitlines():
+        if not line.startswith(" "):
+            name = None
+        elif line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":"):
+            name = line.strip()[:-1]
+            texts[name] = ""
+        if name is not None:
+            texts[name] += line + "\n"
+    return texts

@@ -1,5 +1,5 @@
 """Data steps: a corpus fetched, tokenised, truecased, cleaned, segmented into subwords and counted into
-vocabularies (the rules of workflows/rules/data.smk, dvc.yaml's corpus@ stages)."""
+vocabularies (the rules of workflows/rules/data.smk, dvc.yaml's corpus-<name> stages)."""
 from __future__ import annotations
 
 import functools

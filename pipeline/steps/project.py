@@ -179,7 +179,7 @@ class DvcYamlArgs:
 def dvc_yaml(args: DvcYamlArgs) -> None:
     from pipeline.config import load_params
     from pipeline.dvcgen import dvc_yaml as generate
-    text = generate(load_params(args.params))
+    text = generate(*(load_params(args.params, scale=scale) for scale in SCALES))
     if args.check:
         current = Path(args.output).read_text(encoding="utf-8") if Path(args.output).exists() else ""
         if current != text:

@@ -1,5 +1,5 @@
 """The training step: one system trained (or resumed from its run directory) on a corpus's subwords (the rule
-`train`, dvc.yaml's train@ stages). Its job resources are its recipe's (params/<paper>.yaml recipes.<name>.resources)."""
+`train`, dvc.yaml's train-<experiment> stages). Its job resources are its recipe's (params/<paper>.yaml recipes.<name>.resources)."""
 from __future__ import annotations
 
 import functools
@@ -30,8 +30,8 @@ class TrainArgs:
 
 
 def weights_files(model_spec: dict) -> list[str]:
-    """The code that defines a system's weights: the train step's own files and its model's (dvc.yaml's train@
-    stage depends on them)."""
+    """The code that defines a system's weights: the train step's own files and its model's (dvc.yaml's
+    train-<experiment> stage depends on them)."""
     from pipeline.models.registry import model_code
 
     return sorted(set(_trainer_files()) | set(model_code(model_spec)))

@@ -36,6 +36,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.scales import SCALES
+
 from workspace import ROOT, env, run
 
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
@@ -141,11 +143,13 @@ def makefile_rules(makefile: Path) -> set[str]:
 
 
 def dvc_stages(dvc_yaml: Path) -> set[str]:
-    """Stage names of a dvc.yaml, `<group>@<key>` for a foreach group."""
+    """The targets DVC accepts for a dvc.yaml's stages: each stage's name, and `<name>@<scale>` for a stage named for
+    the active scale (a foreach over it) at every scale."""
     names = set()
     for name, spec in yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))["stages"].items():
         keys = spec.get("foreach") if isinstance(spec, dict) else None
-        names.update([f"{name}@{key}" for key in keys] if keys else [name])
+        names.add(name)
+        names.update(f"{name}@{key}" for key in (SCALES if keys == ["${scale}"] else keys or ()))
     return names
 
 
@@ -395,7 +399,7 @@ def test_the_checker_rejects_what_does_not_work():
                 ["python", "-m", "pipeline", "train", "--no-such-option", "1"],
                 ["python", "-m", "pipeline", "describe", "no-such-system"],
                 ["make", "no-such-target"],
-                ["dvc", "repro", "table@no-such-paper-table1"],
+                ["dvc", "repro", "table-no-such-paper-table1"],
                 ["dvc", "push", "--no-such-option"],
                 ["dvc", "exp", "run", "-S", "params/zeng2021.yaml:grids.z.systems.ran-all.options.ran_fixed=true"],
                 ["snakemake", "--profile", "no-such-profile", "results/tiny/hao2019/table3.tsv"],

@@ -9,8 +9,10 @@ import json
 import re
 
 import pytest
+import yaml
 
-from workspace import ROOT, TABLE, TOY_HAO2019, make_workspace, project_params, run, write_params
+from workspace import (ROOT, TABLE, TOY_HAO2019, TOY_PAPER_STAGES, TOY_SHARED, add_toy_paper, make_workspace,
+                       project_params, run, write_params)
 
 # TOY_HAO2019 with two combined systems (reranking, GMBR) and an analysis (BLEU by length), so that editing a step's
 # module can be seen to make exactly the stages that run it stale
@@ -47,11 +49,11 @@ def test_dry_run_of_one_table_in_a_fresh_clone_lists_only_its_own_stages(tmp_pat
     for path in ("params.yaml", "params", "dvc.yaml", "pipeline", "workflows"):  # the working tree, uncommitted too
         run(["rm", "-rf", path], clone)
         run(["cp", "-r", str(ROOT / path), str(clone / path)], tmp_path)
-    dry = run(["dvc", "repro", "--dry", "table@hao2019-table3"], clone)
-    expected = {"corpus@zh-en", "corpus@en-de", "table@hao2019-table3"}
+    dry = run(["dvc", "repro", "--dry", "table-hao2019-table3"], clone)
+    expected = {"corpus-zh-en@tiny", "corpus-en-de@tiny", "table-hao2019-table3@tiny"}
     for system in ("zhen-base", "ende-base", "zhen-big", "ende-big"):
         for suffix in ("", "-cont", "-biarn"):
-            expected |= {f"train@{system}{suffix}", f"eval@{system}{suffix}"}
+            expected |= {f"train-{system}{suffix}@tiny", f"eval-{system}{suffix}@tiny"}
     assert stages_run(dry.stdout) == expected
 
 
@@ -63,8 +65,8 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     run(["git", "commit", "-qm", "toy project"], ws)
 
     first = run(["dvc", "repro"], ws)
-    assert {"corpus@zh-en", "train@ende-base", "train@ende-base-biarn", "eval@ende-base-biarn",
-            "table@hao2019-table3"} <= stages_run(first.stdout)
+    assert {"corpus-zh-en@tiny", "train-ende-base@tiny", "train-ende-base-biarn@tiny", "eval-ende-base-biarn@tiny",
+            "table-hao2019-table3@tiny"} <= stages_run(first.stdout)
     assert (ws / TABLE).exists()
     assert "Data and pipelines are up to date" in run(["dvc", "status"], ws).stdout
     assert not stages_run(run(["dvc", "repro"], ws).stdout)      # a second repro does nothing
@@ -82,19 +84,19 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     # editing a file a stage uses makes exactly the stages that use it stale
     layout = ws / "pipeline/papers/hao2019/layouts.py"   # both tables' layouts are defined there
     layout.write_text(layout.read_text() + "\n# edited\n")
-    assert stale(ws) == {"table@hao2019-table3", "figure@hao2019-length"}
+    assert stale(ws) == {"table-hao2019-table3@tiny", "figure-hao2019-length@tiny"}
     run(["git", "checkout", "--", "pipeline/papers/hao2019/layouts.py"], ws)
-    decoded = {f"eval@{s}" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
-    combined = {"eval@ende-rerank", "eval@ende-gmbr"}  # they decode their inputs' n-best lists
+    decoded = {f"eval-{s}@tiny" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
+    combined = {"eval-ende-rerank@tiny", "eval-ende-gmbr@tiny"}  # they decode their inputs' n-best lists
     for module, expected in (("pipeline/translate.py", decoded | combined),   # decoding only, not the trainer
-                             ("pipeline/rerank.py", {"eval@ende-rerank"}),    # a step's own code ...
-                             ("pipeline/steps/rerank.py", {"eval@ende-rerank"}),
-                             ("pipeline/gmbr.py", {"eval@ende-gmbr"}),
-                             ("pipeline/steps/gmbr.py", {"eval@ende-gmbr"}),
-                             ("pipeline/steps/analysis.py", {"figure@hao2019-length"}),  # ... an analysis kind's
-                             ("pipeline/evaluate/significance.py", {"table@hao2019-table3"}),
+                             ("pipeline/rerank.py", {"eval-ende-rerank@tiny"}),    # a step's own code ...
+                             ("pipeline/steps/rerank.py", {"eval-ende-rerank@tiny"}),
+                             ("pipeline/gmbr.py", {"eval-ende-gmbr@tiny"}),
+                             ("pipeline/steps/gmbr.py", {"eval-ende-gmbr@tiny"}),
+                             ("pipeline/steps/analysis.py", {"figure-hao2019-length@tiny"}),  # ... an analysis kind's
+                             ("pipeline/evaluate/significance.py", {"table-hao2019-table3@tiny"}),
                              ("pipeline/models/recurrence.py",   # a model: the systems built from it
-                              {f"{stage}@{system}" for stage in ("train", "eval")
+                              {f"{stage}-{system}@tiny" for stage in ("train", "eval")
                                for system in ("zhen-base-biarn", "ende-base-biarn")} | combined)):
         path = ws / module
         path.write_text(path.read_text() + "\n# edited\n")
@@ -127,10 +129,18 @@ def test_exp_run_with_one_edit_reruns_only_its_stages(tmp_path):
     run(["git", "commit", "-qm", "results"], ws)
 
     assert "up to date" in run(["dvc", "status"], ws).stdout
+    # a new paper (its own metric, significance test and analysis kind) adds stages and leaves every other one as it
+    # was: `dvc status` lists only the new ones
+    add_toy_paper(ws)
+    run(["python", "-m", "pipeline", "dvc-yaml"], ws)
+    assert stale(ws) == {f"{stage}@tiny" for stage in TOY_PAPER_STAGES}
+    run(["git", "checkout", "--", "dvc.yaml"], ws)
+    run(["git", "clean", "-fdq", "--", "params", "pipeline"], ws)
     exp = run(["dvc", "exp", "run", "-S", "params/hao2019.yaml:experiments.ende-base.recipe=toy-finetune"], ws)
     ran = stages_run(exp.stdout)
-    assert {"train@ende-base", "train@ende-base-biarn", "table@hao2019-table3"} <= ran
-    assert not ran & {"train@zhen-base", "train@zhen-base-biarn", "corpus@zh-en", "corpus@en-de"}, ran
+    assert {"train-ende-base@tiny", "train-ende-base-biarn@tiny", "table-hao2019-table3@tiny"} <= ran
+    assert not ran & {f"{stage}@tiny" for stage in ("train-zhen-base", "train-zhen-base-biarn", "corpus-zh-en",
+                                                      "corpus-en-de")}, ran
 
     # an edit of a model's code: `dvc repro` retrains the systems built from it, from scratch, to new weights
     model = ws / "artifacts/tiny/models/ende-base-biarn/model.pt"
@@ -138,8 +148,8 @@ def test_exp_run_with_one_edit_reruns_only_its_stages(tmp_path):
     module = ws / "pipeline/models/recurrence.py"
     line = "h = torch.tanh(self.init_proj(masked_mean(h_in, pad)))"
     module.write_text(module.read_text().replace(line, f"{line} * 0.5"))
-    repro = run(["dvc", "repro", "train@ende-base-biarn"], ws)
-    assert stages_run(repro.stdout) == {"train@ende-base-biarn"}
+    repro = run(["dvc", "repro", "train-ende-base-biarn"], ws)
+    assert stages_run(repro.stdout) == {"train-ende-base-biarn@tiny"}
     assert model.read_bytes() != before
     assert json.loads((model.parent / "train.json").read_text())["resumed_from_step"] == 0
     assert (ws / "artifacts/tiny/runs/ende-base-biarn.set-aside").is_dir()
@@ -150,7 +160,7 @@ def test_repro_at_paper_scale_refuses_the_local_profile_in_one_line(tmp_path):
     naming the cluster route (Snakemake with the Slurm profile, then `dvc commit -f -d`); at tiny scale it runs."""
     shared, papers = project_params()
     ws = make_workspace(tmp_path / "ws", {**shared, "scale": "paper"}, papers, git=True)
-    proc = run(["dvc", "repro", "table@hao2019-table3"], ws, check=False)
+    proc = run(["dvc", "repro", "table-hao2019-table3"], ws, check=False)
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error: dvc repro runs")]
     assert proc.returncode != 0 and len(lines) == 1, proc.stdout + proc.stderr
     assert "scale paper has GPU jobs (training on up to 8 GPUs" in lines[0]
@@ -161,7 +171,34 @@ def test_repro_at_paper_scale_refuses_the_local_profile_in_one_line(tmp_path):
                  "--config", "scale=tiny", "--", "artifacts/tiny/data/zh-en/ready"], ws, check=False)
     assert stage.returncode == 2 and stage.stderr.count("\n") == 1   # params.yaml's scale, as DVC's stages read it
     write_params(ws, shared, papers)   # scale: tiny
-    assert stages_run(run(["dvc", "repro", "--dry", "corpus@zh-en"], ws).stdout) == {"corpus@zh-en"}
+    assert stages_run(run(["dvc", "repro", "--dry", "corpus-zh-en"], ws).stdout) == {"corpus-zh-en@tiny"}
     stage = run(["python", "-m", "pipeline.dvc_stage", "snakemake", "-n", "--profile", "workflows/profiles/local",
                  "--", "artifacts/tiny/data/zh-en/ready"], ws)
     assert "corpus" in stage.stdout   # the stage's Snakemake ran (a dry run here)
+
+
+def test_each_scale_keeps_its_own_records(tmp_path):
+    """A stage's name carries the scale (`corpus-en-de@tiny`): a build at another scale recorded with `dvc commit`
+    adds its own entry to dvc.lock and leaves the other scale's intact, the other way round too."""
+    ws = make_workspace(tmp_path / "ws", git=True)
+    run(["git", "add", "-A"], ws)
+    run(["git", "commit", "-qm", "toy project"], ws)
+    run(["dvc", "repro", "corpus-en-de"], ws)
+    tiny = _lock(ws)["corpus-en-de@tiny"]
+    shared, papers = copy.deepcopy(TOY_SHARED), {"hao2019": TOY_HAO2019}
+    write_params(ws, {**shared, "scale": "paper"}, papers)   # the toy corpus, prepared at paper scale
+    run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/paper/data/en-de/ready"], ws)
+    run(["dvc", "commit", "-f", "corpus-en-de"], ws)
+    lock = _lock(ws)
+    assert lock["corpus-en-de@tiny"] == tiny
+    assert lock["corpus-en-de@paper"]["outs"][0]["path"] == "artifacts/paper/data/en-de"
+    paper = lock["corpus-en-de@paper"]
+    assert "up to date" in run(["dvc", "status", "corpus-en-de"], ws).stdout
+    write_params(ws, shared, papers)   # back to tiny: its record still matches, and a commit there keeps paper's
+    assert "up to date" in run(["dvc", "status", "corpus-en-de"], ws).stdout
+    run(["dvc", "commit", "-f", "corpus-en-de"], ws)
+    assert _lock(ws)["corpus-en-de@paper"] == paper and _lock(ws)["corpus-en-de@tiny"] == tiny
+
+
+def _lock(ws) -> dict:
+    return yaml.safe_load((ws / "dvc.lock").read_text(encoding="utf-8"))["stages"]

@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 DISCOVERY = ("pipeline.registry", "pipeline.steps")
 
 # search.beam_search_nbest hands a batch to static_search (a function-level import), which reuses search's helpers;
-# both files are code dependencies of every trained system (dvc.yaml's train@ stage), so the shared helpers move to a
+# both files are code dependencies of every trained system (dvc.yaml's train-<experiment> stage), so the shared helpers move to a
 # module of their own with the next change that retrains anyway
 KNOWN_CYCLES = (frozenset({"pipeline.search", "pipeline.static_search"}),)
 

@@ -107,7 +107,10 @@ def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_pa
     one_go = subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local", model], cwd=whole, env=env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        proc = run(["timeout", "-s", "KILL", "1500", "snakemake", model, "--profile", "slurm"], sliced, timeout=1600)
+        # the plugin deletes a successful job's log once it sees it completed (racy: not when the job leaves squeue
+        # first); kept here, so the last slice's log is always there to read
+        proc = run(["timeout", "-s", "KILL", "1500", "snakemake", model, "--profile", "slurm",
+                    "--slurm-keep-successful-logs"], sliced, timeout=1600)
     finally:
         assert one_go.wait(timeout=1500) == 0
     # one Slurm log per job (time slice), in order: each slice but the last was stopped by the SIGTERM of its limit (a

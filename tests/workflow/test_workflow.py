@@ -2,12 +2,11 @@
 traced to its score file; `make run`'s script rebuilds and compares; a toy paper is added by new files only."""
 import json
 import re
-import textwrap
 
 import pytest
 import yaml
 
-from workspace import TABLE, TOY_CORPUS, TOY_MODEL, TOY_RECIPE, TOY_SHARED, make_workspace, read_table, run
+from workspace import TABLE, TOY_SHARED, TOY_PAPER_STAGES, add_toy_paper, make_workspace, read_table, run, stage_texts
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
@@ -108,66 +107,6 @@ def test_run_script_rebuilds_and_compares_then_retrains_nothing(tmp_path):
     assert re.search(r"^  table \(\w+\): forced$", second.stdout, re.M), second.stdout
 
 
-TOY_PAPER = '''
-"""toy2026: a paper added by new files only: its layout, a metric, a significance test and an analysis kind."""
-from dataclasses import dataclass
-
-import numpy as np
-
-from pipeline.analyses import Task, register_analysis
-from pipeline.evaluate.metrics import Metric, register_metric
-from pipeline.evaluate.significance import register_test
-from pipeline.fileio import read_lines
-from pipeline.report.layouts import register_layout
-from pipeline.report.table import Table
-
-
-@register_metric("exact-match")
-class ExactMatch(Metric):
-    """The percentage of hypotheses equal to their first reference; stats per sentence: (equal, 1)."""
-
-    def score(self, hyps, refs, lang):
-        stats = [[float(h == r), 1.0] for h, r in zip(hyps, refs[0])]
-        return {"metric": self.name, "score": self.score_from_stats(stats), "signature": "exact-match|refs:1",
-                "n_sentences": len(hyps), "n_references": len(refs), "stats": stats}
-
-    def score_from_stats(self, stats, field=None):
-        stats = np.asarray(stats, dtype=float)
-        return float(100.0 * stats[:, 0].sum() / stats[:, 1].sum())
-
-    def sentence_scores(self, stats, field=None):
-        return 100.0 * np.asarray(stats, dtype=float)[:, 0]
-
-
-@register_test("wins")
-def wins(metric, baseline, system, *, field, n_samples, seed):
-    """The share of sentences the system scores higher than the baseline, as its p_value (a toy, not a test)."""
-    b, s = metric.sentence_scores(baseline, field), metric.sentence_scores(system, field)
-    base, ours = metric.score_from_stats(baseline, field), metric.score_from_stats(system, field)
-    return {"test": "wins", "p_value": float(np.mean(s > b)), "baseline_score": base, "system_score": ours,
-            "delta": ours - base, "field": field, "n_sentences": len(b), "signature": "wins"}
-
-
-@dataclass(frozen=True)
-class WordsSettings:
-    """Mean words per hypothesis, over the first `sentences`."""
-    sentences: int = 1000
-
-
-@register_analysis("hyp_words", WordsSettings, inputs=lambda job: {"hyp": job.paths.hyp(job.item, job.split())})
-def hyp_words(task: Task) -> dict:
-    """Mean words per hypothesis."""
-    lines = read_lines(task.inputs["hyp"])[:task.settings.sentences]
-    return {"mean": sum(len(line.split()) for line in lines) / len(lines), "lines": len(lines)}
-
-
-@register_layout("toy2026-table1")
-def table1(cells, facts):
-    rows = [[row, col, f"{cell['em']:.2f}", f"{cell.get('p_value', 1.0):.3f}", f"{cell['hyp_words']['mean']:.3f}"]
-            for row, by_col in cells.items() for col, cell in by_col.items()]
-    return Table(title="toy2026 Table 1", columns=["Row", "Column", "EM", "wins", "words"], rows=rows,
-                 footer=[f"scale: {facts['scale']}", f"test: {facts['significance']['test']}"])
-'''
 SHARED = ["Snakefile", "params.yaml", "params", "pipeline", "workflows"]
 
 
@@ -176,22 +115,8 @@ def test_a_toy_paper_is_added_by_new_files_only(tmp_path):
     ws = make_workspace(tmp_path / "ws", git=True)
     run(["git", "add", "-A"], ws)
     run(["git", "commit", "-qm", "the project"], ws)
-    paper = {
-        "corpora": {"t-copy": {"src": "src", "tgt": "tgt", "source": "toy-copy", "joint_bpe": True, **TOY_CORPUS}},
-        "models": {"t-small": dict(TOY_MODEL)},
-        "recipes": {"t-recipe": dict(TOY_RECIPE)},
-        "experiments": {"t-a": {"corpus": "t-copy", "model": "t-small", "recipe": "t-recipe"},
-                        "t-b": {"corpus": "t-copy", "model": "t-small", "recipe": "t-recipe",
-                                "options": {"dropout": 0.1}}},
-        "tables": {"toy2026-table1": {"cells": {"a": {"copy": "t-a"}, "b": {"copy": "t-b"}},
-                                      "values": {"em": "exact-match"},
-                                      "significance": {"value": "em", "baselines": {"b": "a"}, "test": "wins"},
-                                      "analyses": {"hyp_words": {"sentences": 50}}}},
-    }
-    (ws / "params/toy2026.yaml").write_text(yaml.safe_dump(paper, sort_keys=False), encoding="utf-8")
-    package = ws / "pipeline/papers/toy2026"
-    package.mkdir()
-    (package / "__init__.py").write_text(textwrap.dedent(TOY_PAPER), encoding="utf-8")
+    before = stage_texts(ws / "dvc.yaml")
+    add_toy_paper(ws)
     added = ["?? params/toy2026.yaml", "?? pipeline/papers/toy2026/"]
     assert run(["git", "status", "--porcelain", "--", *SHARED], ws).stdout.splitlines() == added
 
@@ -210,9 +135,13 @@ def test_a_toy_paper_is_added_by_new_files_only(tmp_path):
     assert rows[1]["words"] == f"{words:.3f}"
     assert run(["git", "status", "--porcelain", "--", *SHARED], ws).stdout.splitlines() == added  # still none edited
 
-    # dvc.yaml, generated, names the toy paper's code among its stages' dependencies and runs its analysis rule
+    # dvc.yaml, generated, names the toy paper's code among its new stages' dependencies and runs its analysis rule;
+    # every stage it had before is byte-identical
     run(["python", "-m", "pipeline", "dvc-yaml"], ws)
+    after = stage_texts(ws / "dvc.yaml")
+    assert {name: after[name] for name in before} == before
+    assert set(after) - set(before) == TOY_PAPER_STAGES
     stages = yaml.safe_load((ws / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
-    assert "pipeline/papers/toy2026/__init__.py" in stages["table"]["foreach"]["toy2026-table1"].values()
-    assert "pipeline/papers/toy2026/__init__.py" in stages["eval"]["foreach"]["t-b"].values()
-    assert "analysis_hyp_words" in stages["table"]["do"]["cmd"]
+    assert "pipeline/papers/toy2026/__init__.py" in stages["table-toy2026-table1"]["do"]["deps"]
+    assert "pipeline/papers/toy2026/__init__.py" in stages["eval-t-b"]["do"]["deps"]
+    assert "--allowed-rules analysis_hyp_words figure significance table -- " in stages["table-toy2026-table1"]["do"]["cmd"]
