@@ -10,7 +10,6 @@ layout as the cell value `<kind>`. Papers declare their own kinds in pipeline/pa
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -18,7 +17,7 @@ from pipeline.errors import PipelineError
 from pipeline.settings import from_mapping, to_mapping
 from pipeline.registry import Registry, unknown
 from pipeline.steps import DEFAULT_RESOURCES, Resources, load_steps, register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 PER = ("system", "column", "table")
 RESERVED = ("significance", "cells")  # folders of a table's artifacts that are not analyses
@@ -133,8 +132,8 @@ def register_analysis(kind: str, settings: type, *, inputs: Callable, code: tupl
 
         def step(args: AnalysisArgs) -> None:
             from pipeline.fileio import write_json
-            task = Task(json.loads(args.inputs), from_mapping(settings, json.loads(args.settings)),
-                        json.loads(args.context), {"result": args.output, **json.loads(args.extra)})
+            task = Task(json_arg(args.inputs, "--inputs"), from_mapping(settings, json_arg(args.settings, "--settings")),
+                        json_arg(args.context, "--context"), {"result": args.output, **json_arg(args.extra, "--extra")})
             write_json(args.output, run(task))
 
         step.__module__, step.__qualname__ = run.__module__, run.__qualname__

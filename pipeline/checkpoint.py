@@ -15,7 +15,10 @@ one-line PipelineError naming the file.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
+import shutil
 from pathlib import Path
 from typing import Sequence
 
@@ -39,7 +42,13 @@ def save_atomic(obj, path: Path) -> None:
     """torch.save `obj` into a temp file beside `path`, add its checksum as the zip comment (see the module
     docstring), fsync and rename it onto `path`; streamed: the file is never held in memory whole."""
     with atomic_open(path, "w+b") as handle:
-        torch.save(obj, handle)  # to a file object: the archive's root is "archive", whatever the file's name
+        try:
+            torch.save(obj, handle)  # to a file object: the archive's root is "archive", whatever the file's name
+        except RuntimeError as err:  # torch's writer failed ("unexpected pos"): the OS error under it, named
+            failed = _write_error(err, Path(path))
+            if failed is None:
+                raise
+            raise failed from None
         end = handle.tell()
         handle.seek(end - EOCD_LEN)
         tail = handle.read(EOCD_LEN)
@@ -49,6 +58,23 @@ def save_atomic(obj, path: Path) -> None:
         digest = _sha256(handle, end)
         handle.seek(end - 2)
         handle.write(COMMENT_LEN.to_bytes(2, "little") + CHECKSUM_PREFIX + digest.encode("ascii"))
+
+
+def _write_error(err: RuntimeError, path: Path) -> OSError | None:
+    """The OSError torch's archive writer met under `err`, naming `path`: the one its file object raised, else
+    ENOSPC where the writer failed with under WRITE_SLACK bytes free; None for another error."""
+    cause = err
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None:
+        return OSError(cause.errno, cause.strerror, str(path))
+    writer = any(mark in str(err) for mark in ("PytorchStreamWriter", "inline_container", "unexpected pos"))
+    if writer and shutil.disk_usage(path.parent).free < WRITE_SLACK:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return None
+
+
+WRITE_SLACK = 1 << 20  # free bytes below which a failed archive write is taken for a full disk
 
 
 def _sha256(handle, size: int, zeroed_tail: bool = False) -> str:
@@ -87,9 +113,9 @@ def verify_checksum(path: Path) -> None:
             found = _sha256(handle, size - COMMENT_LEN, zeroed_tail=True)
             recorded = comment[len(CHECKSUM_PREFIX):].decode("ascii", "replace")
             if found != recorded:
-                raise PipelineError(f"{path}: damaged checkpoint: the SHA-256 of its contents is {found[:16]}..., "
-                                    f"its checksum says {recorded[:16]}...; expected the bytes it was written with "
-                                    "(restore it or retrain)")
+                raise PipelineError(f"{path}: damaged checkpoint: the SHA-256 of its contents is {found}, its "
+                                    f"checksum says {recorded}; expected the bytes it was written with (restore it "
+                                    "or retrain)")
             return
     if head != b"PK\x03\x04":
         raise PipelineError(f"{path}: not a readable checkpoint: no torch file (no zip archive); expected a "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.errors import PipelineError, Stopped
+from pipeline.errors import PipelineError, Stopped, os_error_line
 from pipeline.steps import load_steps
 from pipeline.steps.arguments import add_arguments, from_namespace
 
@@ -38,5 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as err:  # a missing input file: one line naming it, not a traceback
         print(f"error: {err.filename or err}: no such file; expected it as an input of `{args.step}`",
               file=sys.stderr)
+        return 2
+    except OSError as err:  # a full disk, a read-only folder, a path under a file: one line saying what to do
+        print(os_error_line(err, args.step), file=sys.stderr)
         return 2
     return 0

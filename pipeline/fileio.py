@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
@@ -38,19 +39,41 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     The temporary file gets the mode a plain open() would give (0666 less the umask: 0644 under umask 022),
     not mkstemp's 0600, so the group can read what the pipeline writes on a shared file system."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with _naming(path):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # one of its folders is a file
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp)
     try:
         try:
             os.fchmod(fd, new_file_mode())
         finally:
             os.close(fd)
-        yield tmp
-        os.replace(tmp, path)
+        with _naming(path, WRITE_ERRNOS):
+            yield tmp
+        with _naming(path):
+            os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+# a write's errors that name no file (write, flush, fsync): in an atomic write's block they are its output's
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+@contextlib.contextmanager
+def _naming(path: Path, unnamed: tuple[int, ...] | None = None) -> Iterator[None]:
+    """An OSError raised inside, re-raised naming `path` (the output, not its temp file or folder); unnamed: only
+    errors with these errnos that name no file (a write's), others pass unchanged."""
+    try:
+        yield
+    except OSError as err:
+        if unnamed is not None and (err.filename is not None or err.errno not in unnamed):
+            raise
+        raise OSError(err.errno, err.strerror, str(path)) from None
 
 
 @contextlib.contextmanager

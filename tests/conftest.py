@@ -1,5 +1,6 @@
 """Shared test set-up: single-threaded torch (2-core machines), the repository root, toy workspaces."""
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,27 @@ def server():
     srv.httpd.server_close()
 
 
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """mount(name, size, read_only=False): a folder under tmp_path holding a tmpfs of that size (a full disk, a
+    read-only file system), unmounted after the test; skipped where mounting is not allowed (needs root)."""
+    mounted = []
+
+    def mount(name: str, size: str = "2m", read_only: bool = False) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs (a real full or read-only file system) needs root")
+        where = tmp_path / name
+        where.mkdir()
+        options = f"size={size}" + (",ro" if read_only else "")
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True,
+                              text=True)
+        if proc.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounted):
+        subprocess.run(["umount", str(where)], check=False)

@@ -74,3 +74,27 @@ def read_curve(path: Path) -> dict:
 def equal_weights(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
+
+
+def train_cli(root: Path, model: dict, recipe: dict, run_dir: Path | None = None) -> list[str]:
+    """`python -m pipeline train` on a tiny corpus written under `root` (vocabularies, train and valid splits), as
+    the train rule runs it; run_dir: the run folder (default root/run)."""
+    import json
+    import sys
+
+    from pipeline.data.token_store import binarize
+    from pipeline.data.vocab import Vocab
+    lines = [" ".join(f"w{(i * 7 + j) % 13}" for j in range(3 + i % 5)) for i in range(40)]
+    args = ["--spec", json.dumps({"experiment": "tiny", "model": model, "recipe": recipe, "seed": 1, "init": None})]
+    for side in ("src", "tgt"):
+        (root / f"text.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        vocab = Vocab.build(lines)
+        vocab.save(root / f"vocab.{side}")
+        for split in ("train", "valid"):
+            binarize(root / f"text.{side}", vocab, root / f"{split}.{side}")
+            args += [f"--{split}-{side}", str(root / f"{split}.{side}")]
+        args += [f"--{side}-vocab", str(root / f"vocab.{side}")]
+    dirs = {"run": run_dir or root / "run", "out": root / "out", "curves": root / "curves"}
+    for name, path in dirs.items():
+        args += [f"--{name}-dir", str(path)]
+    return [sys.executable, "-m", "pipeline", "train", *args, "--no-progress"]

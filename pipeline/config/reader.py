@@ -1,6 +1,7 @@
 """Reading one params file: per-scale values, types and keys checked, errors naming the file and key."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import typing
 from pathlib import Path
@@ -160,6 +161,7 @@ def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str, smoke_
     from pipeline.recipe import Recipe as TrainRecipe  # torch-free: the one recipe schema
     key = f"recipes.{name}"
     spec = dict(r.mapping(spec, key))
+    r.keys(spec, key, {f.name for f in dataclasses.fields(TrainRecipe)} | {"resources"})  # "did you mean" for a misspelt key
     resources = r.flat(spec.pop("resources", {}), f"{key}.resources", RESOURCE_KEYS)
     train = {"precision": precision, **r.resolved(spec, key)}
     TrainRecipe.from_dict(train, where=f"{r.source}: {key}")

@@ -32,7 +32,8 @@ def clean_parallel(src_in: str | os.PathLike, tgt_in: str | os.PathLike, src_out
     """Keep pairs with 1..max_len whitespace tokens per side and longer/shorter <= max_ratio.
 
     Kept lines are written with single spaces between tokens (our choice, as Moses does).
-    Both outputs appear together or not at all. Returns {kept, dropped_empty, dropped_long, dropped_ratio}.
+    Both outputs appear together or not at all; a corpus of which no pair is kept (empty files) is an error.
+    Returns {kept, dropped_empty, dropped_long, dropped_ratio}.
     """
     _check_limits(max_len, max_ratio)
     for path in (src_in, tgt_in):
@@ -47,4 +48,14 @@ def clean_parallel(src_in: str | os.PathLike, tgt_in: str | os.PathLike, src_out
             if reason == "kept":
                 src_handle.write(" ".join(src_tokens) + "\n")
                 tgt_handle.write(" ".join(tgt_tokens) + "\n")
+        if not report["kept"]:  # raised inside: neither output is written
+            read = sum(report.values())
+            found = "no lines" if not read else f"{read} pairs, none kept ({_dropped(report)})"
+            raise PipelineError(f"{src_in}, {tgt_in}: {found}; expected a parallel corpus with at least one pair of "
+                                f"1..{max_len} tokens per side")
     return report
+
+
+def _dropped(report: dict) -> str:
+    """'dropped_long: 3, dropped_ratio: 1': the reasons pairs were dropped for."""
+    return ", ".join(f"{reason}: {count}" for reason, count in report.items() if reason != "kept" and count)

@@ -34,6 +34,13 @@ CJK_LETTERS = (r"\u2E80-\u2FDF\u3040-\u31FF\u3200-\u4DBF\u4E00-\u9FFF\uAC00-\uD7
                r"\uF900-\uFAFF\U00020000-\U0003FFFF")
 # CJK punctuation: CJK symbols, vertical/compatibility forms, full- and halfwidth forms.
 _CJK_PUNCT = r"\u3000-\u303F\uFE30-\uFE4F\uFF00-\uFFEF"
+# The languages tokenize_file takes: Moses's with an abbreviation list of its own (mosestokenizer's nonbreaking_prefix
+# files), Turkish (Moses with English's list: it has none; werlen2018's en-tr), zh (jieba), ja (characters) and the
+# generation corpora's stand-in codes (English); "lm", werlen2018's language-model corpus's source side, gets Moses's
+# language-neutral rules (English's list)
+MOSES_LANGS = ("ca", "cs", "de", "el", "en", "es", "fi", "fr", "hu", "is", "it", "lv", "nl", "pl", "pt", "ro", "ru",
+               "sk", "sl", "sv", "ta", "tr")
+TOKENIZE_LANGS = frozenset(MOSES_LANGS) | {"zh", "ja", "lm"} | set(LANG_ALIASES)
 _CJK_SPACE = re.compile(
     rf"(?<=[{CJK_LETTERS}{_CJK_PUNCT}]) (?=[{CJK_LETTERS}{_CJK_PUNCT}])|(?<=[{_CJK_PUNCT}]) | (?=[{_CJK_PUNCT}])"
 )
@@ -115,6 +122,10 @@ def tokenize_file(src: Path, dst: Path, lang: str, workers: int = 1) -> None:
     """Tokenize a UTF-8 file in chunks of lines on `workers` processes (pipeline/data/chunks.py: the same bytes as
     one); dst is written atomically."""
     _check([], lang)
+    if lang not in TOKENIZE_LANGS:
+        raise PipelineError(f"--lang {lang}: not a language tokenize supports; expected {' '.join(MOSES_LANGS)} "
+                            f"(Moses), zh (jieba), ja (characters), {' '.join(LANG_ALIASES)} (English stand-ins) or lm "
+                            "(a language model's source side)")
     if not Path(src).is_file():
         raise PipelineError(f"{src}: no such file; expected a UTF-8 text file")
     map_file(functools.partial(tokenize_chunk, lang=lang), src, dst, workers)

@@ -9,6 +9,7 @@ Per-sentence statistics are sacrebleu's: [hyp_len, closest ref_len, correct_1..4
 """
 from __future__ import annotations
 
+import string
 from typing import Sequence
 
 from sacrebleu.metrics import BLEU
@@ -109,6 +110,17 @@ def tokenized_bleu(hyps: list[str], refs: list[str], *more_refs: list[str], lowe
 
     `more_refs` are further reference streams (e.g. NIST's four references). Same dict as bleu(); its
     "signature" starts with "multi-bleu|" and carries sacrebleu's (tok:none, smooth:none, case:mixed or lc).
+    lowercase: ASCII letters A-Z only, as multi-bleu.perl -lc does (Perl's lc on bytes) and the "multi-bleu-ci"
+    metric does ("Über" stays); unlike sacreBLEU's -lc (Python's str.lower, every Unicode letter), whose case:lc the
+    rest of the signature reads as.
     """
     check_aligned(hyps=list(hyps), refs=list(refs), **{f"refs{i}": list(r) for i, r in enumerate(more_refs, 1)})
-    return _corpus(hyps, [refs, *more_refs], "none", lowercase, tokenized=True)
+    if not lowercase:
+        return _corpus(hyps, [refs, *more_refs], "none", False, tokenized=True)
+    streams = [[line.translate(ASCII_LOWER) for line in stream] for stream in [refs, *more_refs]]
+    result = _corpus([line.translate(ASCII_LOWER) for line in hyps], streams, "none", False, tokenized=True)
+    return {**result, "signature": result["signature"].replace("case:mixed", "case:lc")}
+
+
+# multi-bleu.perl -lc: Perl's lc on bytes lowercases ASCII letters only
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)

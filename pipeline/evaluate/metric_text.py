@@ -1,11 +1,12 @@
 """The text a metric reads: tokenised metrics get Japanese in janome's words (as WAT scores it), other languages
 Moses-tokenised, and a truecased corpus's casing; detokenised metrics (sacreBLEU) get the text as it is.
 
-The references are checked against the language they are scored as (check_script): Japanese scored with
-`--lang de` would score 0 without a word, so references mostly in CJK ideographs, kana or hangul for a language
-written without them, or almost without them for zh/ja/ko, are an error. Codes not listed here (the toy corpora's
-"src"/"tgt", stand-ins such as "doc"/"sum") are not checked, nor are pretokenised corpora: the synthetic ones, whose
-text is language-free whatever codes a corpus entry gives them (tests' toy copies of the project's params)."""
+The references, then the hypotheses (the score step), are checked against the language they are scored as
+(check_script): Japanese scored with `--lang de` would score 0 without a word, so text mostly in CJK ideographs, kana
+or hangul for a language written without them, or almost without them for zh/ja/ko, is an error. Codes not listed
+here (the toy corpora's "src"/"tgt", stand-ins such as "doc"/"sum") are not checked, nor are pretokenised corpora: the
+synthetic ones, whose text is language-free whatever codes a corpus entry gives them (tests' toy copies of the
+project's params)."""
 from __future__ import annotations
 
 import functools
@@ -42,7 +43,7 @@ def cjk_share(lines: list[str]) -> tuple[float, int]:
     return len(_cjk_letter().findall(text)) / max(len(text), 1), len(text)
 
 
-def check_script(path: str | os.PathLike, lines: list[str], lang: str) -> None:
+def check_script(path: str | os.PathLike, lines: list[str], lang: str, check: str = "--lang") -> None:
     """PipelineError naming `path` when `lines` are clearly not in the script `lang` is written in (see the module
     docstring); nothing for a code that is not listed or for too little text to tell."""
     if lang not in CJK_LANGS and lang not in NON_CJK_LANGS:
@@ -57,7 +58,7 @@ def check_script(path: str | os.PathLike, lines: list[str], lang: str) -> None:
     else:
         return
     raise PipelineError(f"{path}: {share:.0%} of the non-space characters are CJK ideographs, kana or hangul; "
-                        f"expected {lang} text, {expected} (--lang {lang}); check --lang")
+                        f"expected {lang} text, {expected} (--lang {lang}); check {check}")
 
 
 def read_references(ref_dir: str | os.PathLike, test_set: str, lang: str, pretokenized: bool = False

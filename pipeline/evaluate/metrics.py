@@ -15,7 +15,6 @@ decorator (pipeline/papers/<paper>/: found by pipeline.registry.load_plugins).
 """
 from __future__ import annotations
 
-import string
 from typing import Callable
 
 import numpy as np
@@ -146,10 +145,12 @@ class _Bleu(Metric):
 @register_metric("sacrebleu-ci", lowercase=True)
 @register_metric("sacrebleu")
 class SacreBleu(_Bleu):
-    """sacreBLEU on detokenised text: the target language's tokenizer (target_tokenizer), exp smoothing."""
+    """sacreBLEU on detokenised text: the target language's tokenizer (target_tokenizer), exp smoothing.
 
-
-ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+    sacrebleu-ci lowercases hypotheses and references with Python's str.lower before tokenising, exactly as sacreBLEU's
+    -lc does (the tool its signature, case:lc, names): every Unicode letter with a lowercase form ("Über" -> "über",
+    "ΑΘΗΝΑ" -> "αθηνα"). mteval-v13a.pl's lowercasing (its default, without -c: tr/[A-Z]/[a-z]/) and multi-bleu.perl's
+    -lc take ASCII A-Z only, so scores differ from theirs wherever a text has non-ASCII capitals."""
 
 
 @register_metric("multi-bleu-ci", lowercase=True)
@@ -172,8 +173,8 @@ class MultiBleu(_Bleu):
     def score(self, hyps: list[str], refs: list[list[str]], lang: str) -> dict:
         if not self.ascii_lowercase:
             return super().score(hyps, refs, lang)
-        result = super().score([h.translate(ASCII_LOWER) for h in hyps],
-                               [[r.translate(ASCII_LOWER) for r in stream] for stream in refs], lang)
+        result = super().score([h.translate(sb.ASCII_LOWER) for h in hyps],
+                               [[r.translate(sb.ASCII_LOWER) for r in stream] for stream in refs], lang)
         return {**result, "signature": result["signature"].replace("case:mixed", "case:lc")}
 
 

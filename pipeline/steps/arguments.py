@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import typing
 from typing import Any
+
+from pipeline.errors import PipelineError
 
 MISSING = dataclasses.MISSING
 
@@ -70,3 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
 def from_namespace(cls: type, namespace: argparse.Namespace):
     """The dataclass `cls` from parsed options."""
     return cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls)})
+
+
+def json_arg(text: str, option: str):
+    """The JSON value of option `option` (e.g. "--spec"); invalid JSON -> PipelineError with its line and column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        near = text[max(0, err.pos - 20):err.pos + 20]
+        raise PipelineError(f"{option}: not valid JSON at line {err.lineno}, column {err.colno}: {err.msg} "
+                            f"(near {near!r}); expected a JSON value") from None

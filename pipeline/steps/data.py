@@ -10,7 +10,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 from pipeline.fileio import iter_lines, write_json, write_lines
 from pipeline.steps import Resources, register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 @dataclass
@@ -33,7 +33,7 @@ class FetchArgs:
 def fetch(args: FetchArgs) -> None:
     from pipeline.data.registry import fetch_corpus
     sizes = {"valid_size": args.valid_size, "test_size": args.test_size}
-    card = fetch_corpus(args.source, Path(args.out), Path(args.cache), manual=json.loads(args.manual),
+    card = fetch_corpus(args.source, Path(args.out), Path(args.cache), manual=json_arg(args.manual, "--manual"),
                         seed=args.seed, sizes=sizes, langs=(args.src, args.tgt), test_sets=tuple(args.test_sets))
     print(json.dumps({k: card[k] for k in ("counts",) if k in card}, ensure_ascii=False))
 

@@ -2,7 +2,6 @@
 (the rules `translate` and `nbest_decode`)."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from pipeline.fileio import read_lines, write_lines
 from pipeline.steps import MODEL_RESOURCES, register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 def load_systems(paths: list[str], vocab_paths: dict[str, str] | None = None, device=None):
@@ -59,7 +58,7 @@ def translate(args: TranslateArgs) -> None:
     from pipeline.settings import from_mapping
     from pipeline.translate import translate_nbest
 
-    decoding = from_mapping(Decoding, json.loads(args.spec))
+    decoding = from_mapping(Decoding, json_arg(args.spec, "--spec"))
     model, precision, vocabs = load_systems(args.model, {"src": args.src_vocab, "tgt": args.tgt_vocab})
     started = time.time()
     out = translate_nbest(model, vocabs["src"], vocabs["tgt"], read_lines(args.input), nbest=decoding.nbest,

@@ -2,13 +2,12 @@
 pooled n-best lists (the rule `gmbr`); pipeline/gmbr.py."""
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 
 from pipeline.fileio import read_json, read_lines, write_json, write_lines
 from pipeline.steps import register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 @dataclass
@@ -37,7 +36,7 @@ def gmbr_tune(args: GmbrTuneArgs) -> None:
     from pipeline.evaluate.metric_text import metric_lines, read_references
     from pipeline.evaluate.metrics import get_metric
     from pipeline.gmbr import pooled_candidates, tune
-    settings = json.loads(args.settings)
+    settings = json_arg(args.settings, "--settings")
     metric = get_metric(settings["metric"])
     refs = read_references(args.ref_dir, args.split, args.lang, args.pretokenized)
     pooled = pooled_candidates(args.nbest, len(refs[0]), keep=settings["tune_sentences"])

@@ -2,14 +2,13 @@
 (the rule `rerank`; pipeline/rerank.py)."""
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.fileio import read_lines, read_nbest, write_lines
 from pipeline.steps import MODEL_RESOURCES, register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 @dataclass
@@ -44,7 +43,7 @@ def rerank(args: RerankArgs) -> None:
     sources = [vocabs["src"].encode(line) for line in read_lines(args.src)]
     lists = read_nbest(args.nbest, sentences=len(sources))
     chosen = rerank_lists(model, sources, lists, vocabs["tgt"], lang=args.lang, truecaser=truecaser, bpe=bpe,
-                          pretokenized=args.pretokenized, length=json.loads(args.settings)["length"],
+                          pretokenized=args.pretokenized, length=json_arg(args.settings, "--settings")["length"],
                           batch_size=args.batch_size, where=args.nbest)
     write_lines(args.output, chosen)
     moved = sum(hyps[0][1] != text for hyps, text in zip(lists, chosen))

@@ -26,11 +26,13 @@ class ScoreArgs:
 @register_step("score", ScoreArgs, rules=("score",), stage="eval", code=("pipeline.evaluate.metric_text",),
                help="score a detokenised hypothesis file with a registered metric")
 def score(args: ScoreArgs) -> None:
-    from pipeline.evaluate.metric_text import metric_lines, read_references, segmenter_signature
+    from pipeline.evaluate.metric_text import check_script, metric_lines, read_references, segmenter_signature
     from pipeline.evaluate.metrics import get_metric
     metric = get_metric(args.metric)
     hyps = read_lines(args.hyp)
     refs = read_references(args.ref_dir, args.test_set, args.lang, args.pretokenized)
+    if not args.pretokenized:  # references in the script of --lang: a hypothesis in another is the wrong file
+        check_script(args.hyp, hyps, args.lang, check="--hyp")
     prepared = [metric_lines(lines, metric, args.lang, args.pretokenized, args.truecaser) for lines in [hyps] + refs]
     result = metric.score(prepared[0], prepared[1:], args.lang)
     signature = result["signature"] + segmenter_signature(metric, args.lang, args.pretokenized)

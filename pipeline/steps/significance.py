@@ -2,13 +2,12 @@
 statistics (the rule `significance`, part of a table's stage)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from pipeline.errors import PipelineError
 from pipeline.fileio import read_json, write_json
 from pipeline.steps import register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 @dataclass
@@ -29,7 +28,7 @@ def significance(args: SignificanceArgs) -> None:
     if baseline["metric"] != system["metric"]:
         raise PipelineError(f"{args.system} is scored by {system['metric']}, {args.baseline} by "
                             f"{baseline['metric']}; expected the same metric")
-    settings = json.loads(args.settings)
+    settings = json_arg(args.settings, "--settings")
     result = run_test(settings.pop("test"), get_metric(system["metric"]), baseline["stats"], system["stats"],
                       field=args.field or None, **settings)
     result.update({"system": system.get("system"), "baseline": baseline.get("system"), "metric": system["metric"]})

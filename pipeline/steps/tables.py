@@ -2,14 +2,13 @@
 `table` and `figure`)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.fileio import write_json
 from pipeline.steps import register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 @dataclass
@@ -31,7 +30,7 @@ def table(args: TableArgs) -> None:
     from pipeline.report.table import write_table
     if (args.markdown is None) == (args.figure is None):
         raise PipelineError("table: expected exactly one of --markdown (a table) and --figure (a figure)")
-    spec = json.loads(args.spec)
+    spec = json_arg(args.spec, "--spec")
     cells, facts = read_cells(spec)
     write_json(args.cells, {"cells": cells, "facts": facts})  # what the layout was given: provenance
     built, figure = build(spec["layout"], cells, facts)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.steps import register_step
-from pipeline.steps.arguments import arg
+from pipeline.steps.arguments import arg, json_arg
 
 
 @dataclass
@@ -70,7 +70,7 @@ def train(args: TrainArgs) -> None:
     from pipeline.recipe import Recipe
     from pipeline.train import fit
 
-    spec = json.loads(args.spec)
+    spec = json_arg(args.spec, "--spec")
     torch.manual_seed(spec["seed"])
     src_vocab, tgt_vocab = Vocab.load(args.src_vocab), Vocab.load(args.tgt_vocab)
     train_data = Pairs(TokenArray.open(args.train_src), TokenArray.open(args.train_tgt))  # memory-mapped

@@ -116,6 +116,17 @@ def test_multi_bleu_lc_lowercases_ascii_only_as_the_script_does():
                                              "de")["score"] == pytest.approx(100)  # sacreBLEU's lowercase is Unicode's
 
 
+def test_tokenized_bleu_lowercase_is_multi_bleu_lc_ascii_only():
+    """tokenized_bleu(lowercase=True), whose signature names multi-bleu, lowercases as multi-bleu.perl -lc does (it
+    took sacreBLEU's Unicode lowercase: "Über" matched "über", 100)."""
+    from pipeline.evaluate.bleu import tokenized_bleu
+    hyps, refs = ["Über das Haus ist klein ."], ["über das haus ist klein ."]
+    result = tokenized_bleu(hyps, refs, lowercase=True)
+    assert result["score"] == pytest.approx(100 * (1 / 3) ** 0.25, abs=1e-9)
+    assert result["score"] == get_metric("multi-bleu-ci").score(hyps, [refs], "de")["score"]
+    assert result["signature"].startswith("multi-bleu|nrefs:1|case:lc|")
+
+
 @pytest.mark.parametrize("name", ["sacrebleu", "sacrebleu-ci", "multi-bleu", "multi-bleu-ci", "rouge"])
 def test_score_from_stats_equals_score_after_json(name):
     metric = get_metric(name)

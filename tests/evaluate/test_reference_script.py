@@ -1,5 +1,6 @@
 """References scored as a language written in another script are an error (pipeline/evaluate/metric_text.py
-check_script), where `score` and `gmbr-tune` read them: Japanese scored with --lang de would give 0.0 silently."""
+check_script), where `score` and `gmbr-tune` read them, and so is a hypothesis `score` reads: Japanese scored with
+--lang de would give 0.0 silently."""
 import json
 
 import pytest
@@ -50,6 +51,14 @@ def test_english_references_scored_as_japanese_are_an_error(tmp_path, capsys):
     assert (code, result) == (2, None)
     assert err == (f"error: {tmp_path / 'raw/test.ja'}: 0% of the non-space characters are CJK ideographs, kana or "
                    "hangul; expected ja text, which is mostly written in them (--lang ja); check --lang\n")
+
+
+def test_a_japanese_hypothesis_scored_as_german_against_german_references_is_an_error(tmp_path, capsys):
+    """The hypothesis is checked as the references are: it scored BLEU 0.00 with exit 0."""
+    code, err, result = score(tmp_path, capsys, "de", EN, hyps=JA)
+    assert (code, result) == (2, None)
+    assert err == (f"error: {tmp_path / 'hyp'}: 91% of the non-space characters are CJK ideographs, kana or hangul; "
+                   "expected de text, which has almost none (--lang de); check --hyp\n")
 
 
 def test_every_reference_stream_is_checked(tmp_path, capsys):

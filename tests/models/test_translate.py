@@ -204,11 +204,11 @@ def test_translate_decodes_at_the_models_training_precision(copy_model, tmp_path
 V = 600  # vocabulary sizes of the translate command's models: their tensors fill most of the file
 
 
-def _translate_command(tmp_path, capsys, models, src_size=V, tgt_size=V):
+def _translate_command(tmp_path, capsys, models, src_size=V, tgt_size=V, spec='{"beam": 2}'):
     """python -m pipeline translate of a two-line file by `models`: (exit code, stderr)."""
     from pipeline.cli import main
     (tmp_path / "in.txt").write_text("w4 w5 w6\nw7 w8\n")
-    argv = ["translate", "--spec", '{"beam": 2}', "--input", str(tmp_path / "in.txt"), "--lang", "en",
+    argv = ["translate", "--spec", spec, "--input", str(tmp_path / "in.txt"), "--lang", "en",
             "--src-vocab", str(save_vocab(tmp_path / f"vocab{src_size}.src", src_size)),
             "--tgt-vocab", str(save_vocab(tmp_path / f"vocab{tgt_size}.tgt", tgt_size)),
             "--output", str(tmp_path / "out.txt"), "--no-progress"]
@@ -242,3 +242,11 @@ def test_the_translate_command_reports_a_bad_model_or_vocabulary_in_one_line(tmp
     models, sizes, start = BAD_INPUTS[case](tmp_path)
     code, err = _translate_command(tmp_path, capsys, models, **sizes)
     assert code == 2 and err.startswith(f"error: {start}") and err.count("\n") == 1, err
+
+
+def test_a_spec_of_invalid_json_is_one_line_with_its_position(tmp_path, capsys):
+    code, err = _translate_command(tmp_path, capsys, [save_model(tmp_path / "m.pt", V, V)],
+                                   spec='{"beam": 2,\n "length": penalty}')
+    assert (code, err) == (2, "error: --spec: not valid JSON at line 2, column 12: Expecting value "
+                              "(near 'eam\": 2,\\n \"length\": penalty}'); expected a JSON value\n")  # 20 characters either side
+    assert not (tmp_path / "out.txt").exists()

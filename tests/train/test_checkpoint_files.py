@@ -88,3 +88,39 @@ def test_checksummed_non_dict_is_refused(tmp_path):
     save_atomic([1, 2], tmp_path / "list.pt")
     with pytest.raises(PipelineError, match="list.pt: expected a checkpoint dict, found list"):
         load_file(tmp_path / "list.pt")
+
+
+def test_a_flipped_byte_in_the_stored_checksum_shows_both_whole_hashes(tmp_path):
+    """Past the 16th hex digit the two hashes' prefixes were the same: the message showed no difference."""
+    path = save_model(tmp_path / "model.pt", seed=3)
+    found = recorded_checksum(path)
+    data = bytearray(path.read_bytes())
+    data[-10] = ord("0") if data[-10] != ord("0") else ord("1")   # the checksum's 55th hex digit
+    path.write_bytes(bytes(data))
+    recorded = recorded_checksum(path)
+    assert recorded[:54] == found[:54] and recorded != found
+    with pytest.raises(PipelineError) as caught:
+        load_file(path)
+    assert str(caught.value) == (f"{path}: damaged checkpoint: the SHA-256 of its contents is {found}, its checksum "
+                                 f"says {recorded}; expected the bytes it was written with (restore it or retrain)")
+
+
+def test_a_full_disk_under_the_trainer_is_one_line_naming_the_checkpoint(tmp_path, tmpfs):
+    """torch's writer fails with "[enforce fail at inline_container.cc] unexpected pos" over the ENOSPC: the
+    trainer's checkpoint write says which file did not fit and what to do; nothing half-written is left."""
+    import subprocess
+
+    from train_helpers import train_cli
+    from workspace import ROOT, env
+    run = tmpfs("run", "256k")   # the run's small files fit, its checkpoint (~1.3 MB) does not
+    model = {"encoder": "transformer", "decoder": "transformer", "d_model": 64, "ffn_dim": 256, "heads": 2,
+             "enc_layers": 1, "dec_layers": 1, "dropout": 0.0}
+    recipe = {"lr": 0.01, "batch_size": 200, "max_steps": 2, "checkpoint_every": 2, "valid_every": 2}
+    proc = subprocess.run(train_cli(tmp_path, model, recipe, run_dir=run), cwd=ROOT, env={**env(), "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert re.fullmatch(rf"error: {re.escape(str(run))}/[a-z_]+\.pt: No space left on device; free space on its "
+                        r"file system \(or write elsewhere\) and run again", lines[0]), lines[0]
+    assert not [p for p in run.rglob("*") if p.suffix in (".pt", ".tmp")]   # no checkpoint, no temp file
+    assert not (tmp_path / "out" / "model.pt").exists()

@@ -7,14 +7,12 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 
-from pipeline.data.token_store import binarize
-from pipeline.data.vocab import Vocab
 from pipeline.device import given_gpus
+from train_helpers import train_cli
 from workspace import ROOT
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch that sees no GPU")
@@ -28,19 +26,7 @@ RECIPE = {"lr": 0.01, "batch_size": 200, "max_steps": 2, "checkpoint_every": 2, 
 def train_command(tmp_path_factory):
     """`python -m pipeline train` on a tiny corpus and model, as the train rule runs it."""
     root = tmp_path_factory.mktemp("gpu-required")
-    lines = [" ".join(f"w{(i * 7 + j) % 13}" for j in range(3 + i % 5)) for i in range(40)]
-    args = ["--spec", json.dumps({"experiment": "tiny", "model": MODEL, "recipe": RECIPE, "seed": 1, "init": None})]
-    for side in ("src", "tgt"):
-        (root / f"text.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        vocab = Vocab.build(lines)
-        vocab.save(root / f"vocab.{side}")
-        for split in ("train", "valid"):
-            binarize(root / f"text.{side}", vocab, root / f"{split}.{side}")
-            args += [f"--{split}-{side}", str(root / f"{split}.{side}")]
-        args += [f"--{side}-vocab", str(root / f"vocab.{side}")]
-    for name in ("run", "out", "curves"):
-        args += [f"--{name}-dir", str(root / name)]
-    return [sys.executable, "-m", "pipeline", "train", *args, "--no-progress"], root
+    return train_cli(root, MODEL, RECIPE), root
 
 
 def run_train(command, **env):

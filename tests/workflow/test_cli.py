@@ -82,3 +82,62 @@ def test_project_params_check_ok():
     proc = pipeline("check-config")
     assert proc.returncode == 0, proc.stderr
     assert "paper file(s): OK (scale tiny" in proc.stdout
+
+
+OS_ERRORS = {  # case -> (the output path, given tmp_path and the tmpfs fixture) and the line's end
+    "full disk": (lambda d, fs: fs("full", "2m") / "out.en",
+                  "No space left on device; free space on its file system (or write elsewhere) and run again"),
+    "read-only": (lambda d, fs: fs("ro", "1m", read_only=True) / "out.en",
+                  "Read-only file system; the file system is read-only: write elsewhere or remount it read-write"),
+    "folder is a file": (lambda d, fs: d / "file" / "out.en",
+                         "Not a directory; the path is under a file, not a folder: choose a path whose folders are "
+                         "folders"),
+    "under a file": (lambda d, fs: d / "file" / "sub" / "out.en",
+                     "Not a directory; the path is under a file, not a folder: choose a path whose folders are "
+                     "folders"),
+}
+
+
+@pytest.mark.parametrize("case", OS_ERRORS)
+def test_os_errors_are_one_line_naming_the_output_and_what_to_do(tmp_path, tmpfs, case):
+    """A full disk (a 2 MB tmpfs), a read-only file system, an output path under a file: exit 2, one line, nothing
+    written (not a traceback ending in [Errno 28])."""
+    (tmp_path / "file").write_text("a file\n", encoding="utf-8")
+    (tmp_path / "in.en").write_text("a b c d e f g h\n" * 200_000, encoding="utf-8")  # 3.2 MB: more than 2 MB
+    where, end = OS_ERRORS[case]
+    out = where(tmp_path, tmpfs)
+    proc = pipeline("tokenize", "--lang", "en", "--pretokenized", "--input", str(tmp_path / "in.en"),
+                    "--output", str(out))
+    assert (proc.returncode, proc.stderr.splitlines()) == (2, [f"error: {out}: {end}"]), proc.stderr
+    assert not out.exists()
+    if out.parent.is_dir():
+        assert [p.name for p in out.parent.iterdir()] == []   # no temp file left on the full or read-only disk
+
+
+def test_tokenize_refuses_a_language_it_does_not_support(tmp_path):
+    (tmp_path / "in.xx").write_text("Hello, world.\n", encoding="utf-8")
+    proc = pipeline("tokenize", "--lang", "xx", "--input", str(tmp_path / "in.xx"), "--output", str(tmp_path / "o"))
+    assert (proc.returncode, proc.stderr.splitlines()) == (2, [
+        "error: --lang xx: not a language tokenize supports; expected ca cs de el en es fi fr hu is it lv nl pl pt ro "
+        "ru sk sl sv ta tr (Moses), zh (jieba), ja (characters), doc sum ctx rsp (English stand-ins) or lm (a language "
+        "model's source side)"])
+    assert not (tmp_path / "o").exists()
+    from pipeline.config import load_params
+    from pipeline.data.registry import get_corpus
+    from pipeline.data.tokenize import TOKENIZE_LANGS
+    for scale in ("tiny", "paper"):   # every language the project's corpora are tokenised in is supported
+        corpora = load_params(ROOT / "params.yaml", scale=scale).corpora
+        tokenised = {lang for c in corpora.values() if not get_corpus(c.source).pretokenized for lang in (c.src, c.tgt)}
+        assert tokenised and tokenised <= TOKENIZE_LANGS, tokenised - TOKENIZE_LANGS
+
+
+def test_clean_refuses_empty_corpus_files(tmp_path):
+    for name in ("a.src", "a.tgt"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    proc = pipeline("clean", "--src-in", str(tmp_path / "a.src"), "--tgt-in", str(tmp_path / "a.tgt"),
+                    "--src-out", str(tmp_path / "o.src"), "--tgt-out", str(tmp_path / "o.tgt"),
+                    "--report", str(tmp_path / "r.json"), "--max-len", "10")
+    assert (proc.returncode, proc.stderr.splitlines()) == (2, [
+        f"error: {tmp_path / 'a.src'}, {tmp_path / 'a.tgt'}: no lines; expected a parallel corpus with at least one "
+        "pair of 1..10 tokens per side"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.src", "a.tgt"]   # no output, report or temp file

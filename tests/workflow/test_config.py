@@ -56,6 +56,8 @@ def test_scores_of_a_system_follow_its_tables():
      "params/hao2019.yaml: experiments.zhen-base.model", "did you mean toy"),
     (lambda s, p: p["hao2019"]["recipes"]["toy"].update(warmpu=10), "params/hao2019.yaml: recipes.toy.warmpu",
      "unknown"),
+    (lambda s, p: p["hao2019"]["recipes"]["toy"].update(clip_nrom=1.0), "params/hao2019.yaml: recipes.toy.clip_nrom",
+     "unknown key; did you mean 'clip_norm'? (expected one of: adadelta_eps, "),
     (lambda s, p: s.update(sclae="tiny"), "params.yaml: sclae", "did you mean 'scale'"),
     (lambda s, p: s["decoding"].update(length="short"), "params.yaml: decoding.length", "penalty, normalize, none"),
     (lambda s, p: s.update(precision="half"), "params.yaml: precision", "auto, float32, bfloat16"),
