@@ -5,7 +5,8 @@ A stage runs its Snakemake call with the local profile, on the machine that runs
 on up to 8 GPUs, decoding and analyses on one; smoke: the same on one node) is built on a Slurm cluster instead, with
 Snakemake and the Slurm profile, and DVC records the results afterwards (`dvc commit -f -d <stage>`); there the stage
 refuses in one line, before Snakemake starts, rather than run GPU jobs on a login node. The scale is params.yaml's,
-as the stage's Snakemake would read it (`dvc exp run -S scale=paper` writes it there).
+as the stage's Snakemake would read it (`dvc exp run -S scale=paper` writes it there). A Snakemake lock that a killed
+build left is removed first, and a build running in the workspace refuses the stage (pipeline/build_guard.py).
 """
 from __future__ import annotations
 
@@ -45,8 +46,16 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m pipeline.dvc_stage COMMAND [ARG...]", file=sys.stderr)
         return 1
-    status = refused(check_scale)
+    status = refused(check_scale) or refused(_clear_stale_lock)
     return run(argv) if status is None else status
+
+
+def _clear_stale_lock() -> None:
+    """A Snakemake lock a killed build left is removed (saying so); a live build in the workspace refuses the stage."""
+    from pipeline.build_guard import clear_stale_lock
+    note = clear_stale_lock(Path.cwd())
+    if note:
+        print(note, file=sys.stderr)
 
 
 if __name__ == "__main__":

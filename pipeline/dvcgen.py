@@ -6,12 +6,16 @@ uses) and target, and depends on exactly what its target reads: its corpora and 
 analysis's from the files its declaration reads), the params keys that define it and the code its steps run
 (pipeline/code_deps.py: the steps' functions and the modules of the metrics, tests and analysis kinds it uses, by
 import closure). No stage shares a command or a dependency list with another, so adding a paper, a step or an
-analysis kind adds stages and leaves every other one byte-identical. pipeline/cli.py, the thin layer every step goes
+analysis kind adds stages and leaves every other one byte-identical. A trained system's outputs are persistent: DVC
+never deletes them before the stage runs (nor restores them from its run cache behind Snakemake's back); the stage
+asks Snakemake for the model, which retrains only where its params, code or inputs changed (the train rule's params
+carry the code's hashes), so a model that `make run` or the README's Snakemake commands built is recorded, not trained
+again, and an interrupted or forced stage never destroys the only copy. pipeline/cli.py, the thin layer every step goes
 through, is left out so that editing the command line does not make every stage stale (our choice).
 
 The scale is in each stage's name: a stage is a `foreach` over the one active scale (`corpus-en-de@tiny`), so
 dvc.lock keeps the records of each scale side by side and `dvc exp run -S scale=paper` names its own stages. The
-stages are the same at every scale (pipeline/scales.py): a test checks it.
+stages serve every scale (pipeline/scales.py: where a stage's steps or scores differ by scale, it holds them all).
 """
 from __future__ import annotations
 
@@ -100,7 +104,7 @@ def train_stage(p: Params, name: str) -> Stage:
     deps = {f"{ART}/data/{exp.corpus}", f"{ART}/{start}", *step_files(["train"]), *weights_files(p.model_spec(name))}
     return Stage({"train"}, f"{ART}/models/{name}/model.pt", deps,
                  ["seed", "precision", "cpu_math", *_params(exp.params_keys)],
-                 [f"{ART}/models/{name}", f"{ART}/curves/{name}"])
+                 [{f"{ART}/models/{name}": {"persist": True}}, {f"{ART}/curves/{name}": {"persist": True}}])
 
 
 def eval_stage(p: Params, name: str) -> Stage:

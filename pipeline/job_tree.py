@@ -3,7 +3,8 @@
 DVC runs a stage's Snakemake call as its child; killed alone, DVC left Snakemake and its trainers running on
 their own, still holding Snakemake's lock. Here the command runs in its own process group, and the group is
 stopped when this process is interrupted, terminated, hung up on, or when its parent (DVC) dies for any reason,
-SIGKILL included (Linux's parent-death signal): SIGINT first (Snakemake cancels its jobs, Slurm's too, and
+SIGKILL included (Linux's parent-death signal), and when the command ends leaving members of its group (a Snakemake
+killed by SIGKILL leaves its jobs): SIGINT first (Snakemake cancels its jobs, Slurm's too, and
 releases its lock; a trainer stops at once, its last checkpoint intact), then SIGTERM, then SIGKILL, GRACE_S
 seconds apart (JOB_TREE_GRACE_S), until the whole group has ended. The exit status is the command's.
 """
@@ -86,6 +87,8 @@ def run(argv: list[str]) -> int:
     if stopping:
         stopper.join()   # the rest of the group may still be ending
         return 128 + stopping[0]
+    if _group_alive(child.pid):   # the command was killed and left its jobs (a trainer) running: stop them too
+        _stop(child.pid)
     return status if status >= 0 else 128 - status
 
 

@@ -15,14 +15,15 @@ from typing import Any
 from pipeline.config.house import _House
 from pipeline.config.reader import _check_test, _decoding, _read_yaml, _Reader
 from pipeline.config.types import (CORPUS_KEYS, PAPER_KEYS, PAPERS_DIR, RESOURCE_KEYS, SCALES, SHARED_KEYS, SIDES,
-                                   SIGNIFICANCE_KEYS, SYSTEM_KEYS, TRAIN_FIELDS, Combination, Corpus, Ensemble,
-                                   Experiment, External, ModelPreset, Params, Recipe, Resources, Significance, Table)
+                                   SIGNIFICANCE_KEYS, SYSTEM_KEYS, TRAIN_FIELDS, Combination, Corpus, EnsembleSpec,
+                                   Experiment, External, ModelPreset, Params, RecipeResources, RecipeSpec, Significance,
+                                   TableSpec)
 from pipeline.errors import PipelineError
 
 __all__ = ["CORPUS_KEYS", "PAPER_KEYS", "PAPERS_DIR", "RESOURCE_KEYS", "SCALES", "SHARED_KEYS", "SIDES",
-           "SIGNIFICANCE_KEYS", "SYSTEM_KEYS", "TRAIN_FIELDS", "Combination", "Corpus", "Ensemble", "Experiment",
-           "External", "ModelPreset", "Params", "Recipe", "Resources", "Significance", "Table", "load_params",
-           "parse_params", "read_paper_files"]
+           "SIGNIFICANCE_KEYS", "SYSTEM_KEYS", "TRAIN_FIELDS", "Combination", "Corpus", "EnsembleSpec", "Experiment",
+           "External", "ModelPreset", "Params", "RecipeResources", "RecipeSpec", "Significance", "TableSpec",
+           "load_params", "parse_params", "read_paper_files"]
 
 
 def read_paper_files(root: str | Path = ".") -> dict[str, tuple[str, Any]]:

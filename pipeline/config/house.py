@@ -5,8 +5,8 @@ from typing import Any
 
 from pipeline.config.reader import (_check_model, _check_test, _corpus, _decoding, _model_spec, _Reader, _recipe,
                                     _value_source)
-from pipeline.config.types import (PAPER_KEYS, SIGNIFICANCE_KEYS, SYSTEM_KEYS, Combination, Corpus, Ensemble,
-                                   Experiment, External, ModelPreset, Recipe, Significance, Table)
+from pipeline.config.types import (PAPER_KEYS, SIGNIFICANCE_KEYS, SYSTEM_KEYS, Combination, Corpus, EnsembleSpec,
+                                   Experiment, External, ModelPreset, RecipeSpec, Significance, TableSpec)
 from pipeline.errors import PipelineError
 
 
@@ -17,12 +17,12 @@ class _House:
         self.scale, self.significance, self.precision, self.smoke_gpus = scale, significance, precision, smoke_gpus
         self.corpora: dict[str, Corpus] = {}
         self.models: dict[str, ModelPreset] = {}
-        self.recipes: dict[str, Recipe] = {}
+        self.recipes: dict[str, RecipeSpec] = {}
         self.experiments: dict[str, Experiment] = {}
-        self.ensembles: dict[str, Ensemble] = {}
+        self.ensembles: dict[str, EnsembleSpec] = {}
         self.external: dict[str, External] = {}
         self.combinations: dict[str, Combination] = {}
-        self.tables: dict[str, Table] = {}
+        self.tables: dict[str, TableSpec] = {}
         self.where: dict[tuple[str, str], str] = {}  # (kind, name) -> "file: key", for duplicate errors
         self.raw_systems: list = []   # (reader, paper, key, name, spec, params_keys)
         self.raw_ensembles: list = []
@@ -131,7 +131,7 @@ class _House:
     def _file(self, name: str, kind: str) -> str:
         return self.where[(kind, name)].split(": ", 1)[0]
 
-    def _ensemble(self, r, paper, name, spec, keys) -> Ensemble:
+    def _ensemble(self, r, paper, name, spec, keys) -> EnsembleSpec:
         key = f"ensembles.{name}"
         spec = r.mapping(spec, key)
         r.keys(spec, key, ("members", "decoding"), required=("members",))
@@ -144,7 +144,7 @@ class _House:
         if len(corpora) != 1:
             r.fail(f"{key}.members", f"expected members trained on one corpus, got {', '.join(sorted(corpora))}")
         decoding = _decoding(r, spec.get("decoding") or {}, f"{key}.decoding")
-        return Ensemble(name=name, paper=paper, members=members, corpus=corpora.pop(), decoding=decoding,
+        return EnsembleSpec(name=name, paper=paper, members=members, corpus=corpora.pop(), decoding=decoding,
                         params_keys=keys)
 
     def _external(self, r, paper, name, spec, keys) -> External:
@@ -190,7 +190,7 @@ class _House:
         for name in raw:
             resolve(name, ())
 
-    def _table(self, r, paper, group, name, spec, grids, keys) -> Table:
+    def _table(self, r, paper, group, name, spec, grids, keys) -> TableSpec:
         key = f"{group}.{name}"
         spec = r.mapping(spec, key)
         r.keys(spec, key, ("layout", "cells", "grid", "test_sets", "values", "significance", "analyses"))
@@ -230,7 +230,7 @@ class _House:
         if not values and not analyses:
             r.fail(key, "expected 'values' (what each cell shows) or 'analyses', or both")
         layout = r.value(spec.get("layout", name), f"{key}.layout", str)
-        return Table(name=name, paper=paper, output=output, scale=self.scale, cells=cells, test_sets=test_sets,
+        return TableSpec(name=name, paper=paper, output=output, scale=self.scale, cells=cells, test_sets=test_sets,
                      values=values, significance=significance, analyses=analyses, figure=group == "figures",
                      layout=layout, params_keys=keys)
 

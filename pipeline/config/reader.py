@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from pipeline.config.types import (CORPUS_KEYS, RESOURCE_KEYS, SCALES, SIDES, TRAIN_FIELDS, WRITTEN_SCALES, Corpus,
-                                   Recipe, Resources)
+                                   RecipeSpec, RecipeResources)
 from pipeline.errors import PipelineError
 from pipeline.scales import SMOKE_MINUTES, smoke_recipe, written_scale
 
@@ -155,13 +155,14 @@ def _check_model(r: _Reader, key: str, spec: dict) -> None:
         r.fail(key, str(err))
 
 
-def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str, smoke_gpus: int = 1) -> Recipe:
+def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str, smoke_gpus: int = 1) -> RecipeSpec:
     """A paper's recipe; its precision defaults to params.yaml's `precision`. At smoke: the paper's on a short schedule,
     on at most `smoke_gpus` GPUs, for SMOKE_MINUTES (pipeline/scales.py)."""
     from pipeline.recipe import Recipe as TrainRecipe  # torch-free: the one recipe schema
     key = f"recipes.{name}"
     spec = dict(r.mapping(spec, key))
-    r.keys(spec, key, {f.name for f in dataclasses.fields(TrainRecipe)} | {"resources"})  # "did you mean" for a misspelt key
+    # "did you mean" for a misspelt key
+    r.keys(spec, key, {f.name for f in dataclasses.fields(TrainRecipe)} | {"resources"})
     resources = r.flat(spec.pop("resources", {}), f"{key}.resources", RESOURCE_KEYS)
     train = {"precision": precision, **r.resolved(spec, key)}
     TrainRecipe.from_dict(train, where=f"{r.source}: {key}")
@@ -170,7 +171,7 @@ def _recipe(r: _Reader, paper: str, name: str, spec: Any, precision: str, smoke_
         train = smoke_recipe(train)
         TrainRecipe.from_dict(train, where=f"{r.source}: {key} (at smoke)")
         resources.update(gpu=min(resources["gpu"], smoke_gpus), runtime=SMOKE_MINUTES)
-    return Recipe(name=name, paper=paper, train=train, resources=Resources(**resources))
+    return RecipeSpec(name=name, paper=paper, train=train, resources=RecipeResources(**resources))
 
 
 def _decoding(r: _Reader, raw: Any, key: str) -> dict:

@@ -50,7 +50,7 @@ class ModelPreset:
 
 
 @dataclass(frozen=True)
-class Resources:
+class RecipeResources:
     """What a training job asks the cluster for."""
     gpu: int
     runtime: int  # minutes of a run without GPUs; one with GPUs takes its cost estimate's (Params.train_minutes)
@@ -59,12 +59,12 @@ class Resources:
 
 
 @dataclass(frozen=True)
-class Recipe:
+class RecipeSpec:
     """Training settings (pipeline.recipe.Recipe fields) and job resources."""
     name: str
     paper: str
     train: dict
-    resources: Resources
+    resources: RecipeResources
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Experiment:
 
 
 @dataclass(frozen=True)
-class Ensemble:
+class EnsembleSpec:
     """A system that decodes with several trained experiments, averaging their log-probabilities."""
     name: str
     paper: str
@@ -134,7 +134,7 @@ class Significance:
 
 
 @dataclass(frozen=True)
-class Table:
+class TableSpec:
     """A table or figure: which system fills which cell, what each cell shows, and what its layout needs."""
     name: str
     paper: str
@@ -213,10 +213,10 @@ class Params:
     significance: dict
     corpora: dict[str, Corpus]
     models: dict[str, ModelPreset]
-    recipes: dict[str, Recipe]
+    recipes: dict[str, RecipeSpec]
     experiments: dict[str, Experiment]
-    ensembles: dict[str, Ensemble] = field(default_factory=dict)
-    tables: dict[str, Table] = field(default_factory=dict)
+    ensembles: dict[str, EnsembleSpec] = field(default_factory=dict)
+    tables: dict[str, TableSpec] = field(default_factory=dict)
     files: dict = field(default_factory=dict)  # paper -> its params file
     external: dict[str, External] = field(default_factory=dict)
     combinations: dict[str, Combination] = field(default_factory=dict)

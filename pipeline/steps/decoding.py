@@ -12,6 +12,12 @@ from pipeline.steps import MODEL_RESOURCES, register_step
 from pipeline.steps.arguments import arg, json_arg
 
 
+def nbest_decoding(decoding: dict, n: int) -> dict:
+    """A system's decoding settings asking for its n best (a combination's input): the beam widened to n if narrower
+    (our choice; the rule nbest_decode)."""
+    return {**decoding, "nbest": n, "beam": max(decoding["beam"], n)}
+
+
 def load_systems(paths: list[str], vocab_paths: dict[str, str] | None = None, device=None):
     """(model, precision, vocabularies): one model, or an ensemble of several averaging their log-probabilities, on
     `device` (default: the job's GPU if it has one, else the CPU: pipeline.device), the precision they were trained

@@ -33,12 +33,22 @@ class TargetsArgs:
     params: str = arg("params.yaml")
     paper: str | None = arg(None, help="only this paper's")
     scale: str | None = arg(None, choices=SCALES, help="at this scale (default: params.yaml's)")
+    stage_of: str | None = arg(None, help="print instead the dvc.yaml stage that builds this target")
 
 
 @register_step("targets", TargetsArgs, help="print the table and figure targets the params files define")
 def targets(args: TargetsArgs) -> None:
     from pipeline.config import load_params
-    for table in load_params(args.params, scale=args.scale).tables.values():
+    from pipeline.dvcgen import stage_name
+    tables = load_params(args.params, scale=args.scale).tables.values()
+    if args.stage_of is not None:
+        found = [stage_name("figure" if t.figure else "table", t.name) for t in tables if t.target == args.stage_of]
+        if not found:
+            raise PipelineError(f"targets --stage-of {args.stage_of}: no table or figure of the params files builds "
+                                f"it; expected one of `python -m pipeline targets`")
+        print(found[0])
+        return
+    for table in tables:
         if args.paper is None or table.paper == args.paper:
             print(table.target)
 

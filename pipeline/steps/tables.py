@@ -20,6 +20,24 @@ class TableArgs:
     figure: str | None = arg(None, help="the figure (.png)")
 
 
+def table_facts(p, table: str) -> dict:
+    """The facts a table's footer states (scale, corpora, test sets, significance, analyses, combinations), from the
+    params `p` (the rules `table` and `figure` pass them in --spec)."""
+    from pipeline.data.registry import get_corpus
+    spec = p.tables[table]
+    columns = sorted({col for row in spec.cells.values() for col in row})
+    corpus = {col: p.corpus_of(next(r[col] for r in spec.cells.values() if col in r)) for col in columns}
+    significance = None
+    if spec.significance is not None:
+        significance = {k: getattr(spec.significance, k) for k in ("value", "test", "n_samples", "seed")}
+    return {"table": table, "scale": p.scale, "columns": columns,
+            "corpora": {col: c.source for col, c in corpus.items()},
+            "corpus_descriptions": {col: get_corpus(c.source).description for col, c in corpus.items()},
+            "test_sets": dict(spec.test_sets), "significance": significance, "analyses": dict(spec.analyses),
+            "combinations": {name: {"method": c.method, "inputs": c.inputs, "settings": c.settings}
+                             for name, c in p.combinations.items() if name in spec.systems()}}
+
+
 @register_step("table", TableArgs, rules=("table", "figure"), stage="table",
                code=("pipeline.report.cells", "pipeline.report.layouts", "pipeline.report.table",
                      "pipeline.report.figures"),

@@ -2,16 +2,22 @@
 
 Also: dvc.yaml is generated from the params files and up to date; a table's stage depends on exactly its own
 corpora and systems (a dry run in a fresh clone lists just those); editing one system (dvc exp run -S) reruns
-only that system and what depends on it; editing a file a stage uses makes exactly the stages using it stale.
+only that system and what depends on it; editing a file a stage uses makes exactly the stages using it stale; each
+scale keeps its own records; a soak of interrupted rebuilds after `make run` loses and trains nothing twice.
 """
 import copy
 import json
+import os
 import re
+import signal
+import subprocess
+import time
 
 import pytest
+import torch
 import yaml
 
-from workspace import (ROOT, TABLE, TOY_HAO2019, TOY_PAPER_STAGES, TOY_SHARED, add_toy_paper, make_workspace,
+from workspace import (ROOT, TABLE, TOY_HAO2019, TOY_PAPER_STAGES, TOY_SHARED, add_toy_paper, env, make_workspace,
                        project_params, run, write_params)
 
 # TOY_HAO2019 with two combined systems (reranking, GMBR) and an analysis (BLEU by length), so that editing a step's
@@ -185,6 +191,16 @@ def test_each_scale_keeps_its_own_records(tmp_path):
     run(["git", "commit", "-qm", "toy project"], ws)
     run(["dvc", "repro", "corpus-en-de"], ws)
     tiny = _lock(ws)["corpus-en-de@tiny"]
+    # make sync tells stages never run through DVC from those that differ from their record
+    sync = run(["bash", "workflows/sync_after_pull.sh"], ws, check=False)
+    assert sync.returncode == 1 and sync.stderr.count("\n") == 1, sync.stderr
+    assert re.match(r"sync_after_pull: \d+ stage\(s\) never run through DVC \(corpus-zh-en@tiny, ", sync.stderr)
+    assert "differ from dvc.lock" not in sync.stderr
+    vocab = ws / "artifacts/tiny/data/en-de/bpe/vocab.src"
+    vocab.write_text(vocab.read_text() + "x\n")
+    assert "1 stage(s) differ from dvc.lock (corpus-en-de@tiny): run `dvc pull`" in run(
+        ["bash", "workflows/sync_after_pull.sh"], ws, check=False).stderr
+    run(["dvc", "checkout", "-f", "corpus-en-de"], ws)
     shared, papers = copy.deepcopy(TOY_SHARED), {"hao2019": TOY_HAO2019}
     write_params(ws, {**shared, "scale": "paper"}, papers)   # the toy corpus, prepared at paper scale
     run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/paper/data/en-de/ready"], ws)
@@ -202,3 +218,81 @@ def test_each_scale_keeps_its_own_records(tmp_path):
 
 def _lock(ws) -> dict:
     return yaml.safe_load((ws / "dvc.lock").read_text(encoding="utf-8"))["stages"]
+
+
+def _trainer_step(ws, exp: str) -> int:
+    """The step of a running trainer's last checkpoint (0 without one, or while the run there is a finished one)."""
+    last = ws / f"artifacts/tiny/runs/{exp}/last.pt"
+    if (last.parent / "COMPLETE").exists():
+        return 0
+    try:
+        return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
+    except Exception:   # absent, or being replaced
+        return 0
+
+
+def _until(condition, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_soak_make_run_then_interrupted_rebuilds_lose_and_train_nothing_twice(tmp_path):
+    """In a fresh clone: `make run`'s script builds Table 3 and records it in DVC, so `dvc repro` reruns nothing; a
+    forced `dvc repro` of a training stage stopped by Ctrl-C never deletes the model (persistent outputs: Snakemake,
+    asked again, finds it up to date); a rebuild after a recipe change stopped at a checkpoint by SIGKILL of DVC alone
+    leaves the previous model in DVC's cache and no lock, and the next `make run` resumes that checkpoint to the
+    uninterrupted run's bytes."""
+    from pipeline.build_guard import running_snakemakes
+    paper = copy.deepcopy(TOY_HAO2019)
+    paper["recipes"]["toy"].update(max_steps=300, checkpoint_every=25, valid_every=300)
+    origin = make_workspace(tmp_path / "origin", papers={"hao2019": paper}, git=True)
+    run(["git", "add", "-A"], origin)
+    run(["git", "commit", "-qm", "toy project"], origin)
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
+    model = clone / "artifacts/tiny/models/ende-base/model.pt"
+
+    built = run(["bash", "workflows/run.sh", TABLE], clone, timeout=1800)
+    assert "recorded in dvc.lock and DVC's cache" in built.stdout
+    first, trained = model.read_bytes(), (model.parent / "train.json").read_bytes()
+    assert "Data and pipelines are up to date" in run(["dvc", "status"], clone).stdout   # nothing to rerun
+
+    forced = subprocess.Popen(["dvc", "repro", "--force", "-s", "train-ende-base"], cwd=clone, env=env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    _until(lambda: running_snakemakes(clone) or forced.poll() is not None, 120)
+    os.killpg(forced.pid, signal.SIGINT)   # Ctrl-C at its terminal
+    forced.wait(timeout=120)
+    _until(lambda: not running_snakemakes(clone), 120)
+    assert model.read_bytes() == first and (model.parent / "train.json").read_bytes() == trained
+
+    # a real rebuild: the recipe changes; SIGKILL of DVC alone once the trainer has written a checkpoint
+    paper["recipes"]["toy"]["lr"] = 0.002
+    for ws in (clone, origin):
+        write_params(ws, TOY_SHARED, {"hao2019": paper})
+    reference = subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local",
+                                  "artifacts/tiny/models/ende-base/model.pt"], cwd=origin, env=env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    previous = next(out["md5"] for out in _lock(clone)["train-ende-base@tiny"]["outs"]
+                    if out["path"].endswith("models/ende-base"))
+    rebuild = subprocess.Popen(["dvc", "repro", "train-ende-base"], cwd=clone, env=env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    _until(lambda: _trainer_step(clone, "ende-base") >= 50 or rebuild.poll() is not None, 600)
+    stopped_at = _trainer_step(clone, "ende-base")
+    assert 50 <= stopped_at < 300, stopped_at
+    rebuild.kill()
+    rebuild.wait()
+    _until(lambda: not running_snakemakes(clone), 120)   # the stage's job tree stopped with DVC
+    assert not list((clone / ".snakemake/locks").glob("*.lock"))
+    cache = clone / ".dvc/cache/files/md5" / previous[:2] / previous[2:]
+    assert cache.exists()   # the model it replaces: `dvc checkout` restores it
+
+    again = run(["bash", "workflows/run.sh", TABLE], clone, timeout=1800)
+    assert "recorded in dvc.lock and DVC's cache" in again.stdout
+    summary = json.loads((model.parent / "train.json").read_text())
+    assert summary["resumed_from_step"] >= stopped_at   # nothing trained twice
+    assert reference.wait(timeout=900) == 0
+    a, b = (torch.load(ws / "artifacts/tiny/models/ende-base/model.pt", weights_only=True)["weights"]
+            for ws in (clone, origin))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

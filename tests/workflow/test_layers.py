@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("pipeline", "pipeline.errors", "pipeline.fileio", "pipeline.locks", "pipeline.registry",
                 "pipeline.code_deps", "pipeline.paths", "pipeline.cpu_math", "pipeline.speedups", "pipeline.dry_run",
-                "pipeline.reasons", "pipeline.job_tree")),
+                "pipeline.reasons", "pipeline.job_tree", "pipeline.build_guard",
+                "pipeline.dvc_records")),
     ("declarations", ("pipeline.recipe", "pipeline.scales", "pipeline.settings", "pipeline.decoding",
                       "pipeline.precision", "pipeline.steps", "pipeline.steps.arguments", "pipeline.analyses")),
     ("data", ("pipeline.data",)),
@@ -50,8 +51,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 DISCOVERY = ("pipeline.registry", "pipeline.steps")
 
 # search.beam_search_nbest hands a batch to static_search (a function-level import), which reuses search's helpers;
-# both files are code dependencies of every trained system (dvc.yaml's train-<experiment> stage), so the shared helpers move to a
-# module of their own with the next change that retrains anyway
+# both files are code dependencies of every trained system (dvc.yaml's train-<experiment> stage), so the shared
+# helpers move to a module of their own with the next change that retrains anyway
 KNOWN_CYCLES = (frozenset({"pipeline.search", "pipeline.static_search"}),)
 
 
@@ -248,3 +249,26 @@ def test_the_checks_catch_an_upward_import_and_a_cycle(tmp_path):
     assert loop == ["pkg.low", "pkg.top.high", "pkg.low"]
     assert cycles([i for i in found if i.module != "pkg.low"]) == [
         (frozenset({"pkg.top.high", "pkg.top.other"}), ["pkg.top.high", "pkg.top.other", "pkg.top.high"])]
+
+
+def class_names(root: Path, package: str = "pipeline") -> dict[str, list[str]]:
+    """Top-level class name -> the modules that define one of that name."""
+    found = defaultdict(list)
+    for module, path in modules(root, package).items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                found[node.name].append(module)
+    return found
+
+
+def test_one_name_per_class():
+    shared = {name: where for name, where in class_names(ROOT).items() if len(where) > 1}
+    assert not shared, shared
+
+
+def test_a_class_name_defined_twice_is_found(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg/a.py").write_text("class Table:\n    pass\n")
+    (tmp_path / "pkg/b.py").write_text("class Table:\n    pass\n\n\nclass Other:\n    pass\n")
+    assert dict(class_names(tmp_path, "pkg")) == {"Table": ["pkg.a", "pkg.b"], "Other": ["pkg.b"]}

@@ -2,6 +2,7 @@
 # (params `external:`). Each writes {R}/eval/<system>/<split>.hyp like `translate`, so scoring, significance and the
 # tables treat them as any system. A combination's n-best inputs live in its own folder: eval/<combination>/nbest/.
 from pipeline.data.registry import get_corpus
+from pipeline.steps.decoding import nbest_decoding
 
 
 def combos(method):
@@ -22,10 +23,8 @@ def target_truecaser(system, tokenized=True):
 
 
 def nbest_spec(wildcards):
-    """The system's decoding settings asking for the combination's n best (the beam widened to n if narrower)."""
-    n = P.combinations[wildcards.combo].settings["n"]
-    spec = P.decoding_of(wildcards.system)
-    return {**spec, "nbest": n, "beam": max(spec["beam"], n)}
+    """The system's decoding settings asking for the combination's n best (pipeline/steps/decoding.py)."""
+    return nbest_decoding(P.decoding_of(wildcards.system), P.combinations[wildcards.combo].settings["n"])
 
 
 rule nbest_decode:

@@ -3,8 +3,8 @@
 import os
 
 from pipeline.analyses import table_jobs
-from pipeline.data.registry import get_corpus
 from pipeline.report.page import display_name
+from pipeline.steps.tables import table_facts
 
 
 def table_of(wildcards):
@@ -70,20 +70,10 @@ def cell_files(table):
 
 
 def table_spec(table):
-    """What the generic table step reads (cells' files) and the facts its footer states."""
+    """What the generic table step reads (cells' files) and the facts its footer states (pipeline/steps/tables.py)."""
     spec = P.tables[table]
-    columns = sorted({col for row in spec.cells.values() for col in row})
-    corpus = {col: P.corpus_of(next(r[col] for r in spec.cells.values() if col in r)) for col in columns}
-    significance = None
-    if spec.significance is not None:
-        significance = {k: getattr(spec.significance, k) for k in ("value", "test", "n_samples", "seed")}
-    facts = {"table": table, "scale": P.scale, "columns": columns,
-             "corpora": {col: c.source for col, c in corpus.items()},
-             "corpus_descriptions": {col: get_corpus(c.source).description for col, c in corpus.items()},
-             "test_sets": dict(spec.test_sets), "significance": significance, "analyses": dict(spec.analyses),
-             "combinations": {name: {"method": c.method, "inputs": c.inputs, "settings": c.settings}
-                              for name, c in P.combinations.items() if name in spec.systems()}}
-    return {"layout": spec.layout, "values": dict(spec.values), "cells": cell_files(table), "facts": facts}
+    return {"layout": spec.layout, "values": dict(spec.values), "cells": cell_files(table),
+            "facts": table_facts(P, table)}
 
 
 def table_inputs(wildcards):
