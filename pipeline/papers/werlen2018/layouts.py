@@ -8,7 +8,8 @@ from __future__ import annotations
 from pipeline.errors import PipelineError
 from pipeline.papers.werlen2018.reported import (LABELS, WERLEN2018_MARKS, WERLEN2018_TABLE1, WERLEN2018_TABLE2,
                                                  WERLEN2018_TABLE3, WERLEN2018_TABLE3_MARKS, WERLEN2018_TABLE4,
-                                                 WERLEN2018_TABLE5, WERLEN2018_TABLE5_PAIRS, WERLEN2018_TABLE6)
+                                                 WERLEN2018_TABLE5, WERLEN2018_TABLE5_PAIRS, WERLEN2018_TABLE6,
+                                                 WERLEN2018_TABLE6_PARAMS)
 from pipeline.report.format import (SIGNIFICANCE_FIELDS, check_cells, check_facts, check_keys, check_number,
                                     check_significance, format_params, mark, pair_label, per_column, signature_text,
                                     splits_text, stat_test_text, training_words)
@@ -174,7 +175,8 @@ def table6(cells: dict, facts: dict) -> Table:
         cell = cells.get(row_id, {}).get("lm")
         rows.append([system, str(d), ppl, "" if cell is None else f"{cell['perplexity']['perplexity']:.1f}",
                      "" if cell is None else format_params(cell.get("params"))])
-    lines = [f"paper: {PAPER}, Table 6; (paper) columns as printed there (47M parameters each), (ours) from this run",
+    lines = [f"paper: {PAPER}, Table 6; (paper) columns as printed there ({WERLEN2018_TABLE6_PARAMS} parameters each), "
+             "(ours) from this run",
              f"scale: {facts['scale']}", f"corpus (ours): {per_column(facts['corpora'], ('lm',), label)}, the target "
              "side (the language model reads no source)",
              "perplexity (ours): exp of the mean negative log-likelihood per target token and end of sentence on the "

@@ -102,3 +102,4 @@ WERLEN2018_TABLE6 = (  # (row id, system as printed, d, perplexity, ours: whethe
     ("mean", "LSTM + Mean residual connections", 296, "80.2", True),
     ("self-attentive", "LSTM + Self-attentive residual connections", 296, "80.4", True),
 )
+WERLEN2018_TABLE6_PARAMS = "47M"  # the caption: "The number of parameter for all models is 47M."
