@@ -2,8 +2,9 @@
 
 Also: dvc.yaml is generated from the params files and up to date; a table's stage depends on exactly its own
 corpora and systems (a dry run in a fresh clone lists just those); editing one system (dvc exp run -S) reruns
-only that system and what depends on it; editing a file a stage uses makes exactly the stages using it stale; each
-scale keeps its own records; a soak of interrupted rebuilds after `make run` loses and trains nothing twice.
+only that system and what depends on it; editing a file a stage uses makes exactly the stages using it stale, in
+DVC and in Snakemake; each scale keeps its own records; a soak of interrupted rebuilds after `make run` loses and
+trains nothing twice.
 """
 import copy
 import json
@@ -42,6 +43,27 @@ def stages_run(output: str) -> set[str]:
 def stale(ws) -> set[str]:
     """Stage names `dvc status` reports as changed."""
     return set(re.findall(r"^(\S+@\S+):", run(["dvc", "status"], ws).stdout, flags=re.M))
+
+
+def rerun_by_snakemake(ws, targets=(TABLE, "results/tiny/hao2019/length.tsv"), downstream: bool = False) -> set[str]:
+    """The stages (`<kind>-<item>@tiny`) of the jobs a Snakemake dry run reruns because their params changed (and,
+    with `downstream`, because a job before them reruns: Snakemake names no other reason for those)."""
+    dry = run(["snakemake", "--profile", "workflows/profiles/local", "-n", *targets], ws).stdout
+    stages = set()
+    causes = ("Params have changed", "Input files updated by another job") if downstream else ("Params have changed",)
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", dry):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        if not rule or not any(cause in block for cause in causes):
+            continue
+        wildcards = dict(re.findall(r"(\w+)=([\w.-]+)", (re.findall(r"wildcards: (.*)", block) or [""])[0]))
+        if "table" in wildcards or "paper" in wildcards:   # significance, analyses; the table and figure rules
+            table = wildcards.get("table") or f"{wildcards['paper']}-{wildcards['output']}"
+            stages.add(f"{'figure' if table == 'hao2019-length' else 'table'}-{table}@tiny")
+        elif rule[1] == "train":
+            stages.add(f"train-{wildcards['exp']}@tiny")
+        else:   # decoding, scoring, combinations
+            stages.add(f"eval-{wildcards.get('combo', wildcards.get('system'))}@tiny")
+    return stages
 
 
 def test_project_dvc_yaml_is_generated_from_the_params():
@@ -91,6 +113,7 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
     layout = ws / "pipeline/papers/hao2019/layouts.py"   # both tables' layouts are defined there
     layout.write_text(layout.read_text() + "\n# edited\n")
     assert stale(ws) == {"table-hao2019-table3@tiny", "figure-hao2019-length@tiny"}
+    assert rerun_by_snakemake(ws) == {"table-hao2019-table3@tiny", "figure-hao2019-length@tiny"}
     run(["git", "checkout", "--", "pipeline/papers/hao2019/layouts.py"], ws)
     decoded = {f"eval-{s}@tiny" for s in ("zhen-base", "ende-base", "zhen-base-biarn", "ende-base-biarn")}
     combined = {"eval-ende-rerank@tiny", "eval-ende-gmbr@tiny"}  # they decode their inputs' n-best lists
@@ -107,6 +130,11 @@ def test_repro_push_clone_pull_sync_then_nothing_to_do(tmp_path):
         path = ws / module
         path.write_text(path.read_text() + "\n# edited\n")
         assert stale(ws) == expected, module
+        # Snakemake reruns the jobs of the same stages (the code's hashes are params); a model's: its trainings, and
+        # the decodings after them
+        trained = {stage for stage in expected if stage.startswith("train-")}
+        assert rerun_by_snakemake(ws) == (trained or expected), module
+        assert expected <= rerun_by_snakemake(ws, downstream=True), module
         run(["git", "checkout", "--", module], ws)
     assert not stale(ws)
 

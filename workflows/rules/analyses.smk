@@ -36,6 +36,7 @@ for _analysis in declared_analyses().values():
             extra=lambda wc, output, a=_analysis: q({name: output[name] for name in a.extra_outputs}),
             omp=1 if resources_of(_analysis.step).alone else resources_of(_analysis.step).threads,
             hide_gpus=hide_gpus(resources_of(_analysis.step).gpu),
+            code=step_code(_analysis.step),
             step=_analysis.step,  # shell: below is evaluated when a job runs, after the loop: only params are bound
         threads: threads_of(_analysis.step)
         resources:

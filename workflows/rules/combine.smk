@@ -37,6 +37,7 @@ rule nbest_decode:
         combo=alternatives(P.combinations),
         system=alternatives(P.decoded),
     params:
+        code=lambda wc: system_code("translate", wc.system),
         spec=lambda wc: q(nbest_spec(wc)),
         cpu_math=cpu_math_of(resources_of("translate").gpu),
         hide_gpus=hide_gpus(resources_of("translate").gpu),
@@ -74,6 +75,7 @@ rule external_hyp:
     wildcard_constraints:
         system=alternatives(P.external),
     params:
+        code=step_code("external"),
         args=external_args,
         source=lambda wc: raw_source(wc.system, wc.split),
     threads: threads_of("external")
@@ -95,6 +97,7 @@ rule external_nbest:
         combo=alternatives(P.combinations),
         system=alternatives(P.external),
     params:
+        code=step_code("external"),
         args=external_args,
         source=lambda wc: raw_source(wc.system, wc.split),
         n=lambda wc: P.combinations[wc.combo].settings["n"],
@@ -129,6 +132,7 @@ rule rerank:
     wildcard_constraints:
         combo=combos("rerank"),
     params:
+        code=lambda wc: system_code("rerank", wc.combo),
         settings=lambda wc: q(P.combinations[wc.combo].settings),
         cpu_math=cpu_math_of(resources_of("rerank").gpu),
         hide_gpus=hide_gpus(resources_of("rerank").gpu),
@@ -168,6 +172,7 @@ rule gmbr_tune:
     wildcard_constraints:
         combo=combos("gmbr"),
     params:
+        code=step_code("gmbr-tune"),
         settings=lambda wc: q(P.combinations[wc.combo].settings),
         split=lambda wc: P.combinations[wc.combo].settings["tune_split"],
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
@@ -194,6 +199,7 @@ rule gmbr:
     wildcard_constraints:
         combo=combos("gmbr"),
     params:
+        code=step_code("gmbr"),
         lang=lambda wc: P.corpus_of(wc.combo).tgt,
         source=lambda wc: raw_source(wc.combo, wc.split),
         extra=lambda wc, input: " ".join(([f"--truecaser {input.truecaser}"] if input.truecaser else [])
@@ -218,6 +224,7 @@ rule length_switch:
     wildcard_constraints:
         combo=combos("length"),
     params:
+        code=step_code("length-switch"),
         threshold=lambda wc: P.combinations[wc.combo].settings["threshold"],
     threads: threads_of("length-switch")
     resources:

@@ -1,13 +1,15 @@
 # Config validated up front (errors name the file and key), and the path helpers every rule file uses.
+import functools
 import json
 import re
 import shlex
 
 from pipeline import cpu_math
+from pipeline.code_deps import file_digests
 from pipeline.config import SCALES, parse_params, read_paper_files
 from pipeline.errors import PipelineError
 from pipeline.paths import Paths
-from pipeline.steps import load_steps
+from pipeline.steps import load_steps, step_files
 
 try:
     P = parse_params(config, source="params.yaml (with --config overrides)", papers=read_paper_files())
@@ -20,6 +22,28 @@ R = P.root  # artifacts/<scale>: tiny and paper runs never mix
 RESULTS = f"results/{P.scale}"  # results/<scale>/<paper>/: the committed tiny tables beside a paper-scale build
 PATHS = Paths(R)
 STEPS = load_steps()
+
+
+@functools.cache
+def step_code(step):
+    """The hashes of the files a step's code runs (pipeline/code_deps.py, as dvc.yaml's stages list them): as a param,
+    an edit reruns the step's jobs (Snakemake's params trigger) and `plan` names the file. Decoding, scoring,
+    combinations, significance, analyses and tables carry it, and training its own (train.smk); the corpus steps do
+    not (our choice: a corpus rebuilt to the same bytes is newer, and would retrain every system downstream)."""
+    return file_digests(step_files([step]))
+
+
+def table_code(table):
+    """step_code of the table step with the hashes of the code of the table's layout (its paper's module)."""
+    from pipeline.code_deps import code_files
+    from pipeline.report.layouts import load_papers
+    return {**step_code("table"), **file_digests(code_files([load_papers()[P.tables[table].layout].function]))}
+
+
+def system_code(step, system):
+    """step_code with the hashes of the code the system's models are built from (a job that runs them)."""
+    from pipeline.models.registry import model_code
+    return {**step_code(step), **file_digests({f for m in P.members(system) for f in model_code(P.model_spec(m))})}
 
 
 def alternatives(names):

@@ -19,6 +19,7 @@ rule translate:
     wildcard_constraints:
         system=alternatives(P.decoded),  # the others' outputs: workflows/rules/combine.smk
     params:
+        code=lambda wc: system_code("translate", wc.system),
         spec=lambda wc: q(P.decoding_of(wc.system)),
         cpu_math=cpu_math_of(resources_of("translate").gpu),  # the CPU code path (params.yaml): a change decodes again
         hide_gpus=hide_gpus(resources_of("translate").gpu),
@@ -51,6 +52,7 @@ rule score:
     output:
         f"{R}/eval/{{system}}/{{split}}.{{metric}}.json",
     params:
+        code=step_code("score"),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
         pretokenized=lambda wc: "--pretokenized" if get_corpus(P.corpus_of(wc.system).source).pretokenized else "",
         truecaser=lambda wc, input: f"--truecaser {input.truecaser} " if input.truecaser else "",
@@ -71,6 +73,8 @@ rule scores:
         lambda wc: [score_file(wc.system, split, metric) for split, metric in P.scores_of(wc.system)],
     output:
         f"{R}/eval/{{system}}/scores.json",
+    params:
+        code=step_code("scores"),
     threads: threads_of("scores")
     resources:
         **job_resources("scores"),

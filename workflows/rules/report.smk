@@ -29,6 +29,7 @@ rule significance:
         system=r"[^./]+",
         split=r"test[^./]*",
     params:
+        code=step_code("significance"),
         settings=lambda wc: q({k: getattr(P.tables[wc.table].significance, k) for k in ("test", "n_samples", "seed")}),
         field=lambda wc: P.tables[wc.table].tested()[1],
     threads: threads_of("significance")
@@ -107,6 +108,7 @@ rule table:
     wildcard_constraints:
         output=TABLE_OUTPUTS,
     params:
+        code=lambda wc: table_code(table_of(wc)),
         spec=lambda wc: q(table_spec(table_of(wc))),
     threads: threads_of("table")
     resources:
@@ -128,6 +130,7 @@ rule figure:
     wildcard_constraints:
         output=FIGURE_OUTPUTS,
     params:
+        code=lambda wc: table_code(table_of(wc)),
         spec=lambda wc: q(table_spec(table_of(wc))),
     threads: threads_of("table")
     resources:
