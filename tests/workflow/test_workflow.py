@@ -6,7 +6,8 @@ import re
 import pytest
 import yaml
 
-from workspace import TABLE, TOY_SHARED, TOY_PAPER_STAGES, add_toy_paper, make_workspace, read_table, run, stage_texts
+from workspace import (TABLE, TOY_PAPER_STAGES, TOY_RECIPE, TOY_SHARED, add_toy_paper, make_workspace, read_table, run,
+                       stage_texts)
 
 pytestmark = pytest.mark.slow
 PROFILE = ["--profile", "workflows/profiles/local"]
