@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import yaml  # noqa: E402
 
-from workspace import TOY_HAO2019, env, make_workspace, run  # noqa: E402
+from workspace import TOY_HAO2019, env, make_workspace, run, trainer_step, wait_for  # noqa: E402
 
 EXP = "ende-base"
 MODEL = f"artifacts/tiny/models/{EXP}/model.pt"
@@ -58,31 +58,9 @@ def processes(ws: Path, *words: str, python: bool = False) -> list[int]:
     return found
 
 
-def wait_for(condition, timeout: float, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(step)
-    return None
-
-
 def trainer(ws: Path) -> int:
     (pid,) = processes(ws, "-m pipeline train", python=True)
     return pid
-
-
-def trainer_step(ws: Path) -> int:
-    """The step of the running trainer's last checkpoint (0 without one, or while the run is the finished one)."""
-    import torch
-    last = ws / f"artifacts/tiny/runs/{EXP}/last.pt"
-    if (last.parent / "COMPLETE").exists():
-        return 0
-    try:
-        return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
-    except Exception:  # absent, or being replaced
-        return 0
 
 
 def summary(ws: Path) -> dict:
@@ -96,9 +74,9 @@ def interrupted(ws: Path, cmd: list[str], target: int, stop) -> tuple[str, float
                             start_new_session=True)
     if not wait_for(lambda: processes(ws, "-m pipeline train", python=True), 300):
         raise SystemExit(f"no trainer started by {' '.join(cmd)}")
-    if not wait_for(lambda: trainer_step(ws) >= target, 600):
+    if not wait_for(lambda: trainer_step(ws, EXP) >= target, 600):
         raise SystemExit(f"the trainer of {' '.join(cmd)} never reached step {target}")
-    at = trainer_step(ws)
+    at = trainer_step(ws, EXP)
     stop(proc)
     t0 = time.monotonic()
     ended = wait_for(lambda: not processes(ws, "pipeline", "train") and not processes(ws, "snakemake"), 120)

@@ -50,20 +50,20 @@ def running_snakemakes(root: Path) -> list[int]:
     return sorted(found)
 
 
-def clear_stale_lock(root: Path) -> str | None:
-    """Remove a Snakemake lock no live Snakemake holds (what `snakemake --unlock` does) and say so; refuse where a
-    Snakemake works in the workspace."""
+def clear_stale_lock(root: Path) -> None:
+    """Remove a Snakemake lock no live Snakemake holds (what `snakemake --unlock` does), saying so on stderr; refuse
+    where a Snakemake works in the workspace."""
     locks = sorted((Path(root) / SNAKEMAKE_LOCKS).glob("*.lock"))
     if not locks:
-        return None
+        return
     live = running_snakemakes(root)
     if live:
         raise PipelineError(f"a Snakemake (pid {', '.join(map(str, live))}) is building in this workspace; wait for "
                             f"it to end or stop it (Ctrl-C, or kill -INT), then run again")
     for lock in locks:
         lock.unlink(missing_ok=True)
-    return (f"removed the Snakemake lock a stopped build left ({SNAKEMAKE_LOCKS}: no Snakemake runs in this "
-            f"workspace); its unfinished jobs rerun")
+    print(f"removed the Snakemake lock a stopped build left ({SNAKEMAKE_LOCKS}: no Snakemake runs in this "
+          f"workspace); its unfinished jobs rerun", file=sys.stderr)
 
 
 def _busy(holder: str) -> None:
@@ -81,9 +81,7 @@ def main(argv: list[str]) -> int:
     root = Path.cwd()
     try:
         with holder_lock(root / LOCK, _busy, "a second make run"):
-            note = clear_stale_lock(root)
-            if note:
-                print(note, file=sys.stderr)
+            clear_stale_lock(root)
             return run(argv)
     except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)

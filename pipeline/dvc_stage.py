@@ -41,21 +41,14 @@ def check_scale(root: str | Path = ".") -> None:
 
 
 def main(argv: list[str]) -> int:
+    from pipeline.build_guard import clear_stale_lock
     from pipeline.job_tree import run
 
     if not argv:
         print("usage: python -m pipeline.dvc_stage COMMAND [ARG...]", file=sys.stderr)
         return 1
-    status = refused(check_scale) or refused(_clear_stale_lock)
+    status = refused(check_scale) or refused(lambda: clear_stale_lock(Path.cwd()))
     return run(argv) if status is None else status
-
-
-def _clear_stale_lock() -> None:
-    """A Snakemake lock a killed build left is removed (saying so); a live build in the workspace refuses the stage."""
-    from pipeline.build_guard import clear_stale_lock
-    note = clear_stale_lock(Path.cwd())
-    if note:
-        print(note, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import yaml
@@ -171,6 +172,30 @@ def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 900) -> 
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}) in {cwd}:\n"
                              f"--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}")
     return proc
+
+
+def wait_for(condition, timeout: float, step: float = 0.05):
+    """condition()'s first true value within `timeout` seconds (polled every `step`), else None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    return None
+
+
+def trainer_step(ws: Path, exp: str) -> int:
+    """The step of a running trainer's last checkpoint at tiny scale (0 without one, or while the run there is a
+    finished one)."""
+    import torch
+    last = ws / f"artifacts/tiny/runs/{exp}/last.pt"
+    if (last.parent / "COMPLETE").exists():
+        return 0
+    try:
+        return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
+    except Exception:  # absent, or being replaced
+        return 0
 
 
 def read_table(path: Path) -> list[dict]:

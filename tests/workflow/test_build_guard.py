@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from workspace import ROOT, env
+from workspace import ROOT, env, wait_for
 
 SNAKEFILE = 'rule slow:\n    output: "done.txt"\n    shell: "sleep 120 && touch {output}"\n'
 SNAKEMAKE = ["snakemake", "--cores", "1", "--quiet", "all"]
@@ -33,13 +33,6 @@ def _guarded(ws: Path, *cmd: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def _wait_for(condition, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def _locks(ws: Path) -> list[Path]:
     return sorted((ws / ".snakemake/locks").glob("*.lock"))
 
@@ -53,7 +46,7 @@ def test_a_second_run_beside_a_live_one_is_refused_at_once_naming_it(tmp_path):
     ws = _workspace(tmp_path)
     first = _guard(ws, *SNAKEMAKE)
     try:
-        _wait_for(lambda: _locks(ws))   # Snakemake is running its job
+        assert wait_for(lambda: _locks(ws), 60)   # Snakemake is running its job
         started = time.monotonic()
         second = _guarded(ws, "true")
         assert time.monotonic() - started < 15
@@ -71,7 +64,7 @@ def test_the_lock_a_killed_snakemake_left_is_removed_by_the_next_run(tmp_path):
     smk = subprocess.Popen(SNAKEMAKE, cwd=ws, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            start_new_session=True)
     try:
-        _wait_for(lambda: _locks(ws))
+        assert wait_for(lambda: _locks(ws), 60)
         # a Snakemake started by hand is building: the guard names it and leaves its lock alone
         busy = _guarded(ws, "true")
         assert busy.returncode == 2 and busy.stderr.count("\n") == 1, busy.stderr
@@ -92,10 +85,10 @@ def test_a_parent_killed_by_sigkill_stops_the_whole_build(tmp_path):
     parent = subprocess.Popen(["bash", "-c", f"{sys.executable} -m pipeline.build_guard {' '.join(SNAKEMAKE)}; :"],
                               cwd=ws, env={**env(), "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    _wait_for(lambda: _locks(ws) and _snakemake_pids(ws))
+    assert wait_for(lambda: _locks(ws) and _snakemake_pids(ws), 60)
     parent.kill()
     parent.wait()
-    _wait_for(lambda: not _snakemake_pids(ws) and not _locks(ws), timeout=90)   # stopped, lock released
+    assert wait_for(lambda: not _snakemake_pids(ws) and not _locks(ws), 90)   # stopped, lock released
     assert not (ws / "done.txt").exists()
     again = _guarded(ws, "true")
     assert (again.returncode, again.stderr) == (0, "")

@@ -12,14 +12,13 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 import torch
 import yaml
 
 from workspace import (ROOT, TABLE, TOY_HAO2019, TOY_PAPER_STAGES, TOY_SHARED, add_toy_paper, env, make_workspace,
-                       project_params, run, write_params)
+                       project_params, run, trainer_step, wait_for, write_params)
 
 # TOY_HAO2019 with two combined systems (reranking, GMBR) and an analysis (BLEU by length), so that editing a step's
 # module can be seen to make exactly the stages that run it stale
@@ -248,24 +247,6 @@ def _lock(ws) -> dict:
     return yaml.safe_load((ws / "dvc.lock").read_text(encoding="utf-8"))["stages"]
 
 
-def _trainer_step(ws, exp: str) -> int:
-    """The step of a running trainer's last checkpoint (0 without one, or while the run there is a finished one)."""
-    last = ws / f"artifacts/tiny/runs/{exp}/last.pt"
-    if (last.parent / "COMPLETE").exists():
-        return 0
-    try:
-        return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
-    except Exception:   # absent, or being replaced
-        return 0
-
-
-def _until(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def test_soak_make_run_then_interrupted_rebuilds_lose_and_train_nothing_twice(tmp_path):
     """In a fresh clone: `make run`'s script builds Table 3 and records it in DVC, so `dvc repro` reruns nothing; a
     forced `dvc repro` of a training stage stopped by Ctrl-C never deletes the model (persistent outputs: Snakemake,
@@ -289,10 +270,10 @@ def test_soak_make_run_then_interrupted_rebuilds_lose_and_train_nothing_twice(tm
 
     forced = subprocess.Popen(["dvc", "repro", "--force", "-s", "train-ende-base"], cwd=clone, env=env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    _until(lambda: running_snakemakes(clone) or forced.poll() is not None, 120)
+    assert wait_for(lambda: running_snakemakes(clone) or forced.poll() is not None, 120)
     os.killpg(forced.pid, signal.SIGINT)   # Ctrl-C at its terminal
     forced.wait(timeout=120)
-    _until(lambda: not running_snakemakes(clone), 120)
+    assert wait_for(lambda: not running_snakemakes(clone), 120)
     assert model.read_bytes() == first and (model.parent / "train.json").read_bytes() == trained
 
     # a real rebuild: the recipe changes; SIGKILL of DVC alone once the trainer has written a checkpoint
@@ -306,12 +287,12 @@ def test_soak_make_run_then_interrupted_rebuilds_lose_and_train_nothing_twice(tm
                     if out["path"].endswith("models/ende-base"))
     rebuild = subprocess.Popen(["dvc", "repro", "train-ende-base"], cwd=clone, env=env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    _until(lambda: _trainer_step(clone, "ende-base") >= 50 or rebuild.poll() is not None, 600)
-    stopped_at = _trainer_step(clone, "ende-base")
+    assert wait_for(lambda: trainer_step(clone, "ende-base") >= 50 or rebuild.poll() is not None, 600)
+    stopped_at = trainer_step(clone, "ende-base")
     assert 50 <= stopped_at < 300, stopped_at
     rebuild.kill()
     rebuild.wait()
-    _until(lambda: not running_snakemakes(clone), 120)   # the stage's job tree stopped with DVC
+    assert wait_for(lambda: not running_snakemakes(clone), 120)   # the stage's job tree stopped with DVC
     assert not list((clone / ".snakemake/locks").glob("*.lock"))
     cache = clone / ".dvc/cache/files/md5" / previous[:2] / previous[2:]
     assert cache.exists()   # the model it replaces: `dvc checkout` restores it
