@@ -34,8 +34,10 @@ from pipeline.steps import load_steps, step_files
 from pipeline.steps.training import weights_files
 
 # pipeline/dvc_stage.py: the local profile at a scale without GPU jobs only (else one line: the route is Slurm, then
-# `dvc commit -f`); the stage's Snakemake and its jobs stop with DVC (pipeline/job_tree.py)
-SMK = "python -m pipeline.dvc_stage snakemake --profile workflows/profiles/local --quiet rules"
+# `dvc commit -f`); the stage's Snakemake and its jobs stop with DVC (pipeline/job_tree.py). `exec`: DVC runs the
+# command with `$SHELL -c`, and /bin/sh (dash, DVC's shell where SHELL is unset) would stay between DVC and the job
+# tree and live on when DVC is killed, so the job tree would never learn of it
+SMK = "exec python -m pipeline.dvc_stage snakemake --profile workflows/profiles/local --quiet rules"
 ART = "${paths.artifacts}/${scale}"
 FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
 NAME_CHARS = set(string.ascii_letters + string.digits + "_-")   # what DVC allows in a stage name

@@ -3,10 +3,11 @@
 DVC runs a stage's Snakemake call as its child; killed alone, DVC left Snakemake and its trainers running on
 their own, still holding Snakemake's lock. Here the command runs in its own process group, and the group is
 stopped when this process is interrupted, terminated, hung up on, or when its parent (DVC) dies for any reason,
-SIGKILL included (Linux's parent-death signal), and when the command ends leaving members of its group (a Snakemake
-killed by SIGKILL leaves its jobs): SIGINT first (Snakemake cancels its jobs, Slurm's too, and
-releases its lock; a trainer stops at once, its last checkpoint intact), then SIGTERM, then SIGKILL, GRACE_S
-seconds apart (JOB_TREE_GRACE_S), until the whole group has ended. The exit status is the command's.
+SIGKILL included (Linux's parent-death signal; dvc.yaml's commands `exec` this, so that no shell stands between),
+and when the command ends leaving members of its group (a Snakemake killed by SIGKILL leaves its jobs): SIGINT first
+(Snakemake cancels its jobs, Slurm's too, and releases its lock; a trainer stops at once, its last checkpoint
+intact), then SIGTERM, then SIGKILL, GRACE_S seconds apart (JOB_TREE_GRACE_S), until the whole group has ended.
+The exit status is the command's.
 """
 from __future__ import annotations
 

@@ -161,8 +161,10 @@ def make_workspace(path: Path, shared: dict | None = None, papers: dict[str, dic
 
 
 def env() -> dict:
-    """The environment the tools run in: this venv first on PATH, single-threaded torch, the workspace's package."""
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1"}
+    """The environment the tools run in: this venv first on PATH, single-threaded torch, the workspace's package;
+    SHELL /bin/sh, DVC's shell for stage commands where SHELL is unset (as in CI)."""
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1",
+            "SHELL": "/bin/sh"}
 
 
 def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -1,6 +1,7 @@
 """pipeline.job_tree: a stage's command and everything it started stop with the process that ran it (DVC), however
 that process ends; the command's exit status passes through."""
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -70,13 +71,16 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to a command it starts in the background
 
 
+@pytest.mark.parametrize("shell", [None, "/bin/sh"])
 @pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_killing_the_process_that_ran_the_stage_stops_the_whole_tree(tmp_path, how, background):
+def test_killing_the_process_that_ran_the_stage_stops_the_whole_tree(tmp_path, how, background, shell):
     pids_file = tmp_path / "pids"
+    command = [sys.executable, "-m", "pipeline.job_tree", sys.executable, "-c", TREE, str(pids_file)]
+    if shell:   # as DVC runs a dvc.yaml command, `$SHELL -c CMD` (/bin/sh where SHELL is unset), CMD as dvcgen writes it
+        command = [shell, "-c", f"exec {shlex.join(command)}"]
     # the stand-in for DVC: runs the stage command as its child and waits for it
-    dvc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
-                            sys.executable, "-m", "pipeline.job_tree", sys.executable, "-c", TREE, str(pids_file)],
+    dvc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])", *command],
                            start_new_session=True, preexec_fn=_ignore_sigint if background else None)
     try:
         pids = _started(pids_file, dvc)
@@ -109,3 +113,14 @@ def test_a_member_that_outlives_the_command_is_stopped_too(tmp_path):
     tree.send_signal(signal.SIGINT)
     assert tree.wait(timeout=60) == 128 + signal.SIGINT   # the command ends at SIGINT, its child only at SIGTERM
     assert not any(_alive(pid) for pid in pids)
+
+
+def test_every_dvc_stage_command_execs_its_job_tree():
+    """dvc.yaml's commands start with `exec`: /bin/sh (dash) would otherwise stay between DVC and the job tree and
+    outlive a killed DVC, and the job tree, its parent alive, would build on."""
+    import yaml
+    from pathlib import Path
+    stages = yaml.safe_load((Path(__file__).parents[2] / "dvc.yaml").read_text())["stages"]
+    commands = {name: stage["do"]["cmd"] for name, stage in stages.items()}
+    assert commands and not [name for name, cmd in commands.items()
+                             if not cmd.startswith("exec python -m pipeline.dvc_stage ")]
