@@ -39,6 +39,7 @@ from pipeline.steps.training import weights_files
 # tree and live on when DVC is killed, so the job tree would never learn of it
 SMK = "exec python -m pipeline.dvc_stage snakemake --profile workflows/profiles/local --quiet rules"
 ART = "${paths.artifacts}/${scale}"
+DVC = Paths(ART)  # the artifact layout as dvc.yaml spells it
 FOLDERS = ("data", "models", "curves", "eval")  # the artifact folders other stages write
 NAME_CHARS = set(string.ascii_letters + string.digits + "_-")   # what DVC allows in a stage name
 TRUECASING = ("learn-truecaser", "truecase")    # the corpus steps of a truecased corpus only
@@ -96,27 +97,26 @@ def corpus_steps(p: Params, corpus: str) -> set[str]:
 
 def corpus_stage(p: Params, name: str) -> Stage:
     steps = corpus_steps(p, name)
-    return Stage(steps, f"{ART}/data/{name}/ready", set(step_files(sorted(steps))),
-                 ["scale", "seed", {p.files[p.corpora[name].paper]: [f"corpora.{name}"]}], [f"{ART}/data/{name}"])
+    return Stage(steps, DVC.data(name, "ready"), set(step_files(sorted(steps))),
+                 ["scale", "seed", {p.files[p.corpora[name].paper]: [f"corpora.{name}"]}], [DVC.data(name)])
 
 
 def train_stage(p: Params, name: str) -> Stage:
     exp = p.experiments[name]
-    start = f"models/{exp.init}" if exp.init else f"data/{exp.corpus}"   # the baseline fine-tuned, if any
-    deps = {f"{ART}/data/{exp.corpus}", f"{ART}/{start}", *step_files(["train"]), *weights_files(p.model_spec(name))}
-    return Stage({"train"}, f"{ART}/models/{name}/model.pt", deps,
-                 ["seed", "precision", "cpu_math", *_params(exp.params_keys)],
-                 [{f"{ART}/models/{name}": {"persist": True}}, {f"{ART}/curves/{name}": {"persist": True}}])
+    baseline = [DVC.model_dir(exp.init)] if exp.init else []   # the baseline fine-tuned, if any
+    deps = {DVC.data(exp.corpus), *baseline, *step_files(["train"]), *weights_files(p.model_spec(name))}
+    return Stage({"train"}, DVC.model(name), deps, ["seed", "precision", "cpu_math", *_params(exp.params_keys)],
+                 [{DVC.model_dir(name): {"persist": True}}, {DVC.curves_dir(name): {"persist": True}}])
 
 
 def eval_stage(p: Params, name: str) -> Stage:
     system = p.systems[name]
     steps = system_steps(p, name)
     metrics = sorted({type(get_metric(metric)).__module__ for _, metric in p.scores_of(name)})
-    deps = {f"{ART}/data/{system.corpus}", *(f"{ART}/{folder}" for folder in _system_artifacts(p, name)),
-            *step_files(sorted(steps), metrics), *_model_code(p, p.members(name))}
-    return Stage(steps, f"{ART}/eval/{name}/scores.json", deps, ["decoding", "cpu_math", *_params(system.params_keys)],
-                 [f"{ART}/eval/{name}"], {f"{split}.{metric}" for split, metric in p.scores_of(name)})
+    deps = {DVC.data(system.corpus), *_system_artifacts(p, name), *step_files(sorted(steps), metrics),
+            *_model_code(p, p.members(name))}
+    return Stage(steps, DVC.scores(name), deps, ["decoding", "cpu_math", *_params(system.params_keys)],
+                 [DVC.eval_dir(name)], {f"{split}.{metric}" for split, metric in p.scores_of(name)})
 
 
 def table_stage(p: Params, name: str) -> Stage:
@@ -125,12 +125,11 @@ def table_stage(p: Params, name: str) -> Stage:
     steps, modules = table_steps(p, name), []
     if table.significance is not None:
         modules += [get_test(table.significance.test).__module__, type(get_metric(table.tested()[0])).__module__]
-    deps = {*(f"{ART}/{folder}" for folder in _table_artifacts(p, table)),
-            *step_files(sorted(steps), modules, [load_papers()[table.layout].function])}
+    deps = {*_table_artifacts(p, table), *step_files(sorted(steps), modules, [load_papers()[table.layout].function])}
     result = f"results/${{scale}}/{table.paper}/{table.output}"
     section = "figures" if table.figure else "tables"
     return Stage(steps, f"{result}.tsv", deps, ["significance", {p.files[table.paper]: [f"{section}.{name}"]}],
-                 [f"{ART}/tables/{name}", {f"{result}.tsv": {"cache": False}},
+                 [DVC.table(name), {f"{result}.tsv": {"cache": False}},
                   {f"{result}.{'png' if table.figure else 'md'}": {"cache": False}}])
 
 
@@ -188,9 +187,9 @@ def _evaluated(p: Params) -> dict:
 def _system_artifacts(p: Params, system: str) -> list[str]:
     """The artifact folders a system's evaluation reads: its members' models, and a combination's input systems'
     evaluations (an outside system's supplied files live outside the repository: not tracked)."""
-    found = [f"models/{m}" for m in p.members(system)]
+    found = [DVC.model_dir(m) for m in p.members(system)]
     if system in p.combinations:
-        found += [f"eval/{s}" for s in p.combinations[system].systems()]
+        found += [DVC.eval_dir(s) for s in p.combinations[system].systems()]
     return found
 
 
@@ -210,12 +209,12 @@ def _table_artifacts(p: Params, table) -> list[str]:
     """The artifact folders a table reads: its systems' scores and run summaries, and what its analyses read."""
     found = []
     for system in table.systems():
-        found.append(f"eval/{system}")
-        found += [f"models/{m}" for m in p.members(system)]
+        found.append(DVC.eval_dir(system))
+        found += [DVC.model_dir(m) for m in p.members(system)]
     paths = Paths(p.root)
     for analysis, job in table_jobs(p, paths, table):
         for value in analysis.inputs(job).values():
-            found += [folder for path in ([value] if isinstance(value, str) else value)
+            found += [DVC.under(folder) for path in ([value] if isinstance(value, str) else value)
                       if (folder := _artifact_folder(paths, path))]
     return sorted(set(found))
 
@@ -224,8 +223,8 @@ def dvc_yaml(*at_scales: Params) -> str:
     """The whole dvc.yaml text, from the same params at each scale (pipeline/scales.py: SCALES)."""
     doc = {
         "stages": stages(*at_scales),
-        "metrics": sorted({f"{ART}/eval/{name}/scores.json" for p in at_scales for name in _evaluated(p)}),
-        "plots": [{f"{ART}/curves": {"x": "step"}}],
+        "metrics": sorted({DVC.scores(name) for p in at_scales for name in _evaluated(p)}),
+        "plots": [{DVC.under("curves"): {"x": "step"}}],
     }
     header = ("# Generated by `python -m pipeline dvc-yaml` from params.yaml and params/*.yaml: do not edit by hand\n"
               "# (a test checks that it is up to date). One stage per corpus (corpus-<name>), trained system\n"

@@ -175,3 +175,17 @@ def _code_tokens(path: Path) -> list[str]:
         if tok.type not in (tokenize.COMMENT,):
             previous = tok.type
     return out
+
+
+def test_artifact_paths_are_spelt_only_in_pipeline_paths():
+    """The rules' inputs, outputs and logs and dvc.yaml's stages name artifact files through pipeline/paths.py: no
+    string in the rule files or in pipeline/dvcgen.py spells a path below an artifact folder."""
+    import io
+    import tokenize
+    folder = re.compile(r"(?:\{R\}|\bART\}?|artifacts)/|/(?:data|models|runs|curves|eval|tables|logs)/")
+    spelt = []
+    for path in [*sorted((ROOT / "workflows/rules").glob("*.smk")), ROOT / "pipeline/dvcgen.py"]:
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        spelt += [f"{path.name}:{tok.start[0]}: {tok.string}" for tok in tokens
+                  if tok.type == tokenize.STRING and folder.search(tok.string)]
+    assert not spelt, "\n".join(spelt)

@@ -10,8 +10,9 @@ def analysis_job(analysis, wildcards):
 
 def analysis_outputs(analysis):
     """The kind's outputs: its result and its other files (a suffix ending in "/" is a folder)."""
-    base = f"{R}/tables/{{table}}/{analysis.kind}/{{item}}"
-    outputs = {"result": f"{base}.json"}
+    result = PATHS.analysis("{table}", analysis.kind, "{item}")
+    base = result.removesuffix(".json")
+    outputs = {"result": result}
     for name, suffix in analysis.extra_outputs.items():
         outputs[name] = directory(base + suffix[:-1]) if suffix.endswith("/") else base + suffix
     return outputs
@@ -42,7 +43,7 @@ for _analysis in declared_analyses().values():
         resources:
             **job_resources(_analysis.step),
         log:
-            f"{R}/logs/analysis/{_analysis.kind}/{{table}}/{{item}}.log",
+            PATHS.log("analysis", _analysis.kind, "{table}", "{item}"),
         shell:
             "{params.hide_gpus}OMP_NUM_THREADS={params.omp} python -m pipeline {params.step} "
             "--settings {params.settings} --inputs {params.inputs} --context {params.context} --extra {params.extra} "

@@ -1,5 +1,5 @@
 # Systems made from other systems' outputs (params `combinations:`) and systems whose outputs the user supplies
-# (params `external:`). Each writes {R}/eval/<system>/<split>.hyp like `translate`, so scoring, significance and the
+# (params `external:`). Each writes eval/<system>/<split>.hyp like `translate`, so scoring, significance and the
 # tables treat them as any system. A combination's n-best inputs live in its own folder: eval/<combination>/nbest/.
 from pipeline.data.registry import get_corpus
 from pipeline.steps.decoding import nbest_decoding
@@ -10,7 +10,7 @@ def combos(method):
 
 
 def nbest_file(combo, system, split):
-    return f"{R}/eval/{combo}/nbest/{system}.{split}.nbest"
+    return PATHS.nbest(combo, system, split)
 
 
 def pretokenized(system):
@@ -31,8 +31,8 @@ rule nbest_decode:
     input:
         unpack(decode_inputs),  # evaluate.smk: the system's models, the split's subwords, the vocabularies
     output:
-        hyp=f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.hyp",
-        nbest=f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.nbest",
+        hyp=PATHS.nbest("{combo}", "{system}", "{split}", "hyp"),
+        nbest=PATHS.nbest("{combo}", "{system}", "{split}"),
     wildcard_constraints:
         combo=alternatives(P.combinations),
         system=alternatives(P.decoded),
@@ -48,7 +48,7 @@ rule nbest_decode:
     resources:
         **job_resources("translate"),
     log:
-        f"{R}/logs/nbest/{{combo}}/{{system}}.{{split}}.log",
+        PATHS.log("nbest", "{combo}", "{system}.{split}"),
     shell:
         "{params.hide_gpus}OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} "
         "{params.models} "
@@ -64,14 +64,14 @@ def external_args(wildcards):
 def raw_source(system, split):
     """The raw source side of a split of the system's corpus (its sentence count is what outputs must match)."""
     corpus = P.corpus_of(system)
-    return f"{data(corpus.name, 'raw')}/{split}.{corpus.src}"
+    return data(corpus.name, "raw", f"{split}.{corpus.src}")
 
 
 rule external_hyp:
     input:
         raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
     output:
-        f"{R}/eval/{{system}}/{{split}}.hyp",
+        PATHS.hyp("{system}", "{split}"),
     wildcard_constraints:
         system=alternatives(P.external),
     params:
@@ -82,7 +82,7 @@ rule external_hyp:
     resources:
         **job_resources("external"),
     log:
-        f"{R}/logs/external/{{system}}.{{split}}.log",
+        PATHS.log("external", "{system}.{split}"),
     shell:
         "python -m pipeline external {params.args} --split {wildcards.split} --source {params.source} "
         "--output {output} > {log} 2>&1"
@@ -92,7 +92,7 @@ rule external_nbest:
     input:
         raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
     output:
-        f"{R}/eval/{{combo}}/nbest/{{system}}.{{split}}.nbest",
+        PATHS.nbest("{combo}", "{system}", "{split}"),
     wildcard_constraints:
         combo=alternatives(P.combinations),
         system=alternatives(P.external),
@@ -105,7 +105,7 @@ rule external_nbest:
     resources:
         **job_resources("external"),
     log:
-        f"{R}/logs/external/{{combo}}/{{system}}.{{split}}.log",
+        PATHS.log("external", "{combo}", "{system}.{split}"),
     shell:
         "python -m pipeline external {params.args} --split {wildcards.split} --source {params.source} "
         "--nbest {params.n} --output {output} > {log} 2>&1"
@@ -115,7 +115,7 @@ def rerank_inputs(wildcards):
     combo = P.combinations[wildcards.combo]
     scorer, corpus = combo.inputs["scorer"], P.corpus_of(wildcards.combo)
     files = {"nbest": nbest_file(wildcards.combo, combo.inputs["nbest"], wildcards.split),
-             "models": [f"{model_dir(m)}/model.pt" for m in P.members(scorer)],
+             "models": [PATHS.model(m) for m in P.members(scorer)],
              "src": data(corpus.name, "bpe", f"{wildcards.split}.src"),
              "src_vocab": data(corpus.name, "bpe", "vocab.src"), "tgt_vocab": data(corpus.name, "bpe", "vocab.tgt"),
              "truecaser": target_truecaser(wildcards.combo)}
@@ -128,7 +128,7 @@ rule rerank:
     input:
         unpack(rerank_inputs),
     output:
-        f"{R}/eval/{{combo}}/{{split}}.hyp",
+        PATHS.hyp("{combo}", "{split}"),
     wildcard_constraints:
         combo=combos("rerank"),
     params:
@@ -145,7 +145,7 @@ rule rerank:
     resources:
         **job_resources("rerank"),
     log:
-        f"{R}/logs/rerank/{{combo}}.{{split}}.log",
+        PATHS.log("rerank", "{combo}.{split}"),
     shell:
         "{params.hide_gpus}OMP_NUM_THREADS={threads} python -m pipeline rerank {params.models} --nbest {input.nbest} "
         "--src {input.src} "
@@ -168,7 +168,7 @@ rule gmbr_tune:
         raw=lambda wc: data(P.corpus_of(wc.combo).name, "raw"),
         truecaser=lambda wc: target_truecaser(wc.combo, gmbr_metric_tokenized(wc.combo)),
     output:
-        f"{R}/eval/{{combo}}/gmbr.json",
+        PATHS.gmbr_weights("{combo}"),
     wildcard_constraints:
         combo=combos("gmbr"),
     params:
@@ -182,7 +182,7 @@ rule gmbr_tune:
     resources:
         **job_resources("gmbr-tune"),
     log:
-        f"{R}/logs/gmbr_tune/{{combo}}.log",
+        PATHS.log("gmbr_tune", "{combo}"),
     shell:
         "python -m pipeline gmbr-tune --nbest {input.nbest} --ref-dir {input.raw} --split {params.split} "
         "--lang {params.lang} --settings {params.settings} {params.extra} --output {output} > {log} 2>&1"
@@ -191,11 +191,11 @@ rule gmbr_tune:
 rule gmbr:
     input:
         nbest=lambda wc: gmbr_nbest(wc.combo, wc.split),
-        theta=f"{R}/eval/{{combo}}/gmbr.json",
+        theta=PATHS.gmbr_weights("{combo}"),
         raw=lambda wc: data(P.corpus_of(wc.combo).name, "raw"),
         truecaser=lambda wc: target_truecaser(wc.combo, gmbr_metric_tokenized(wc.combo)),
     output:
-        f"{R}/eval/{{combo}}/{{split}}.hyp",
+        PATHS.hyp("{combo}", "{split}"),
     wildcard_constraints:
         combo=combos("gmbr"),
     params:
@@ -208,7 +208,7 @@ rule gmbr:
     resources:
         **job_resources("gmbr"),
     log:
-        f"{R}/logs/gmbr/{{combo}}.{{split}}.log",
+        PATHS.log("gmbr", "{combo}.{split}"),
     shell:
         "python -m pipeline gmbr --nbest {input.nbest} --theta {input.theta} --source {params.source} "
         "--lang {params.lang} {params.extra} --output {output} > {log} 2>&1"
@@ -217,10 +217,10 @@ rule gmbr:
 rule length_switch:
     input:
         source=lambda wc: data(P.corpus_of(wc.combo).name, "tok", f"{wc.split}.src"),
-        short=lambda wc: hyp(P.combinations[wc.combo].inputs["short"], wc.split),
-        long=lambda wc: hyp(P.combinations[wc.combo].inputs["long"], wc.split),
+        short=lambda wc: PATHS.hyp(P.combinations[wc.combo].inputs["short"], wc.split),
+        long=lambda wc: PATHS.hyp(P.combinations[wc.combo].inputs["long"], wc.split),
     output:
-        f"{R}/eval/{{combo}}/{{split}}.hyp",
+        PATHS.hyp("{combo}", "{split}"),
     wildcard_constraints:
         combo=combos("length"),
     params:
@@ -230,7 +230,7 @@ rule length_switch:
     resources:
         **job_resources("length-switch"),
     log:
-        f"{R}/logs/length_switch/{{combo}}.{{split}}.log",
+        PATHS.log("length_switch", "{combo}.{split}"),
     shell:
         "python -m pipeline length-switch --source {input.source} --short {input.short} --long {input.long} "
         "--threshold {params.threshold} --output {output} > {log} 2>&1"

@@ -70,10 +70,7 @@ def lang(corpus, side):
     return corpus.src if side == "src" else corpus.tgt
 
 
-data = PATHS.data
-model_dir = PATHS.model_dir
-hyp = PATHS.hyp
-score_file = PATHS.score
+data = PATHS.data  # the rules' most frequent path
 
 
 def machine_cores():

@@ -27,14 +27,14 @@ DOWNLOADS = P.downloads  # the download cache: where the files wait, not what th
 
 rule fetch:
     output:
-        directory(f"{R}/data/{{corpus}}/raw"),
+        directory(data("{corpus}", "raw")),
     params:
         args=lambda wc: fetch_args(P.corpora[wc.corpus]),
     threads: threads_of("fetch")
     resources:
         **job_resources("fetch"),
     log:
-        f"{R}/logs/fetch/{{corpus}}.log",
+        PATHS.log("fetch", "{corpus}"),
     shell:
         "python -m pipeline fetch {params.args} --out {output} --cache {DOWNLOADS:q} > {log} 2>&1"
 
@@ -47,9 +47,9 @@ def tokenize_mode(corpus, split):
 
 rule tokenize:
     input:
-        f"{R}/data/{{corpus}}/raw",
+        data("{corpus}", "raw"),
     output:
-        f"{R}/data/{{corpus}}/tok/{{split}}.{{side}}",
+        data("{corpus}", "tok", "{split}.{side}"),
     params:
         lang=lambda wc: lang(P.corpora[wc.corpus], wc.side),
         pretokenized=lambda wc: tokenize_mode(P.corpora[wc.corpus], wc.split),
@@ -57,7 +57,7 @@ rule tokenize:
     resources:
         **job_resources("tokenize"),
     log:
-        f"{R}/logs/tokenize/{{corpus}}.{{split}}.{{side}}.log",
+        PATHS.log("tokenize", "{corpus}.{split}.{side}"),
     shell:
         "python -m pipeline tokenize --lang {params.lang} --input {input}/{wildcards.split}.{params.lang} "
         "--output {output} {params.pretokenized} --workers {threads} > {log} 2>&1"
@@ -70,31 +70,31 @@ def cased(corpus_name):
 
 rule learn_truecaser:
     input:
-        f"{R}/data/{{corpus}}/tok/train.{{side}}",
+        data("{corpus}", "tok", "train.{side}"),
     output:
-        f"{R}/data/{{corpus}}/tc/model.{{side}}",
+        data("{corpus}", "tc", "model.{side}"),
     threads: threads_of("learn-truecaser")
     resources:
         **job_resources("learn-truecaser"),
     log:
-        f"{R}/logs/learn_truecaser/{{corpus}}.{{side}}.log",
+        PATHS.log("learn_truecaser", "{corpus}.{side}"),
     shell:
         "python -m pipeline learn-truecaser --input {input} --model {output} > {log} 2>&1"
 
 
 rule truecase:
     input:
-        model=f"{R}/data/{{corpus}}/tc/model.{{side}}",
-        text=f"{R}/data/{{corpus}}/tok/{{split}}.{{side}}",
+        model=data("{corpus}", "tc", "model.{side}"),
+        text=data("{corpus}", "tok", "{split}.{side}"),
     output:
-        f"{R}/data/{{corpus}}/tc/{{split}}.{{side}}",
+        data("{corpus}", "tc", "{split}.{side}"),
     wildcard_constraints:
         split=r"(train|valid|test)[^.]*",
     threads: threads_of("truecase")
     resources:
         **job_resources("truecase"),
     log:
-        f"{R}/logs/truecase/{{corpus}}.{{split}}.{{side}}.log",
+        PATHS.log("truecase", "{corpus}.{split}.{side}"),
     shell:
         "python -m pipeline truecase --model {input.model} --input {input.text} --output {output} --workers {threads} "
         "> {log} 2>&1"
@@ -105,16 +105,16 @@ rule clean:
         src=lambda wc: data(wc.corpus, cased(wc.corpus), "train.src"),
         tgt=lambda wc: data(wc.corpus, cased(wc.corpus), "train.tgt"),
     output:
-        src=f"{R}/data/{{corpus}}/clean/train.src",
-        tgt=f"{R}/data/{{corpus}}/clean/train.tgt",
-        report=f"{R}/data/{{corpus}}/clean/report.json",
+        src=data("{corpus}", "clean", "train.src"),
+        tgt=data("{corpus}", "clean", "train.tgt"),
+        report=data("{corpus}", "clean", "report.json"),
     params:
         max_len=lambda wc: P.corpora[wc.corpus].max_len,
     threads: threads_of("clean")
     resources:
         **job_resources("clean"),
     log:
-        f"{R}/logs/clean/{{corpus}}.log",
+        PATHS.log("clean", "{corpus}"),
     shell:
         "python -m pipeline clean --src-in {input.src} --tgt-in {input.tgt} --src-out {output.src} "
         "--tgt-out {output.tgt} --report {output.report} --max-len {params.max_len} > {log} 2>&1"
@@ -129,10 +129,10 @@ def bpe_sides_option(corpus):
 
 rule learn_bpe:
     input:
-        src=f"{R}/data/{{corpus}}/clean/train.src",
-        tgt=f"{R}/data/{{corpus}}/clean/train.tgt",
+        src=data("{corpus}", "clean", "train.src"),
+        tgt=data("{corpus}", "clean", "train.tgt"),
     output:
-        directory(f"{R}/data/{{corpus}}/bpe/codes"),
+        directory(data("{corpus}", "bpe", "codes")),
     params:
         merges=lambda wc: P.corpora[wc.corpus].bpe_merges,
         joint=lambda wc: "--joint" if P.corpora[wc.corpus].joint_bpe else "",
@@ -141,7 +141,7 @@ rule learn_bpe:
     resources:
         **job_resources("learn-bpe"),
     log:
-        f"{R}/logs/learn_bpe/{{corpus}}.log",
+        PATHS.log("learn_bpe", "{corpus}"),
     shell:
         "python -m pipeline learn-bpe --langs src tgt --inputs {input.src} {input.tgt} --codes-dir {output} "
         "--merges {params.merges} {params.joint}{params.sides} > {log} 2>&1"
@@ -154,17 +154,17 @@ def bpe_input(wildcards):
 
 rule apply_bpe:
     input:
-        codes=f"{R}/data/{{corpus}}/bpe/codes",
+        codes=data("{corpus}", "bpe", "codes"),
         text=bpe_input,
     output:
-        f"{R}/data/{{corpus}}/bpe/{{split}}.{{side}}",
+        data("{corpus}", "bpe", "{split}.{side}"),
     params:
         unsegmented=lambda wc: "" if wc.side in P.corpora[wc.corpus].bpe_sides else " --copy",  # a side left as words
     threads: threads_of("apply-bpe")
     resources:
         **job_resources("apply-bpe"),
     log:
-        f"{R}/logs/apply_bpe/{{corpus}}.{{split}}.{{side}}.log",
+        PATHS.log("apply_bpe", "{corpus}.{split}.{side}"),
     shell:
         "python -m pipeline apply-bpe --codes-dir {input.codes} --side {wildcards.side} --input {input.text} "
         "--output {output}{params.unsegmented} --workers {threads} > {log} 2>&1"
@@ -180,14 +180,14 @@ rule vocab:
     input:
         vocab_inputs,
     output:
-        f"{R}/data/{{corpus}}/bpe/vocab.{{side}}",
+        data("{corpus}", "bpe", "vocab.{side}"),
     params:
         size=lambda wc: f" --vocab-size {P.corpora[wc.corpus].vocab_size}" if P.corpora[wc.corpus].vocab_size else "",
     threads: threads_of("vocab")
     resources:
         **job_resources("vocab"),
     log:
-        f"{R}/logs/vocab/{{corpus}}.{{side}}.log",
+        PATHS.log("vocab", "{corpus}.{side}"),
     shell:
         "python -m pipeline vocab --inputs {input} --output {output}{params.size} > {log} 2>&1"
 
@@ -207,7 +207,7 @@ rule binarize:
     resources:
         **job_resources("binarize"),
     log:
-        f"{R}/logs/binarize/{{corpus}}.{{split}}.{{side}}.log",
+        PATHS.log("binarize", "{corpus}.{split}.{side}"),
     shell:
         "python -m pipeline binarize --input {input.text} --vocab {input.vocab} --output {params.prefix} > {log} 2>&1"
 
@@ -232,11 +232,11 @@ rule corpus:
     input:
         corpus_files,
     output:
-        f"{R}/data/{{corpus}}/ready",
+        data("{corpus}", "ready"),
     threads: threads_of("corpus-ready")
     resources:
         **job_resources("corpus-ready"),
     log:
-        f"{R}/logs/corpus/{{corpus}}.log",
+        PATHS.log("corpus", "{corpus}"),
     shell:
         "python -m pipeline corpus-ready --files {input} --output {output} > {log} 2>&1"

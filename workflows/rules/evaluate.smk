@@ -6,7 +6,7 @@ from pipeline.evaluate.metrics import get_metric
 
 def decode_inputs(wildcards):
     corpus = P.corpus_of(wildcards.system).name
-    return {"models": [f"{model_dir(m)}/model.pt" for m in P.members(wildcards.system)],
+    return {"models": [PATHS.model(m) for m in P.members(wildcards.system)],
             "src": data(corpus, "bpe", f"{wildcards.split}.src"),
             "src_vocab": data(corpus, "bpe", "vocab.src"), "tgt_vocab": data(corpus, "bpe", "vocab.tgt")}
 
@@ -15,7 +15,7 @@ rule translate:
     input:
         unpack(decode_inputs),
     output:
-        f"{R}/eval/{{system}}/{{split}}.hyp",
+        PATHS.hyp("{system}", "{split}"),
     wildcard_constraints:
         system=alternatives(P.decoded),  # the others' outputs: workflows/rules/combine.smk
     params:
@@ -30,7 +30,7 @@ rule translate:
     resources:
         **job_resources("translate"),
     log:
-        f"{R}/logs/translate/{{system}}.{{split}}.log",
+        PATHS.log("translate", "{system}.{split}"),
     shell:
         "{params.hide_gpus}OMP_NUM_THREADS={threads} python -m pipeline translate --spec {params.spec} "
         "{params.models} "
@@ -46,11 +46,11 @@ def truecaser(wildcards):
 
 rule score:
     input:
-        hyp=f"{R}/eval/{{system}}/{{split}}.hyp",
+        hyp=PATHS.hyp("{system}", "{split}"),
         raw=lambda wc: data(P.corpus_of(wc.system).name, "raw"),
         truecaser=truecaser,
     output:
-        f"{R}/eval/{{system}}/{{split}}.{{metric}}.json",
+        PATHS.score("{system}", "{split}", "{metric}"),
     params:
         code=step_code("score"),
         lang=lambda wc: P.corpus_of(wc.system).tgt,
@@ -60,7 +60,7 @@ rule score:
     resources:
         **job_resources("score"),
     log:
-        f"{R}/logs/score/{{system}}.{{split}}.{{metric}}.log",
+        PATHS.log("score", "{system}.{split}.{metric}"),
     shell:
         "python -m pipeline score --metric {wildcards.metric} --hyp {input.hyp} --ref-dir {input.raw} "
         "--test-set {wildcards.split} --lang {params.lang} {params.pretokenized} --system {wildcards.system} "
@@ -70,15 +70,15 @@ rule score:
 
 rule scores:
     input:
-        lambda wc: [score_file(wc.system, split, metric) for split, metric in P.scores_of(wc.system)],
+        lambda wc: [PATHS.score(wc.system, split, metric) for split, metric in P.scores_of(wc.system)],
     output:
-        f"{R}/eval/{{system}}/scores.json",
+        PATHS.scores("{system}"),
     params:
         code=step_code("scores"),
     threads: threads_of("scores")
     resources:
         **job_resources("scores"),
     log:
-        f"{R}/logs/scores/{{system}}.log",
+        PATHS.log("scores", "{system}"),
     shell:
         "python -m pipeline scores --inputs {input} --output {output} > {log} 2>&1"

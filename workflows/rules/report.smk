@@ -16,15 +16,15 @@ def significance_inputs(wildcards):
     spec = P.tables[wildcards.table]
     row, col = spec.tested_at(wildcards.system, wildcards.split)
     metric, _ = spec.tested()
-    return {"system": score_file(wildcards.system, wildcards.split, metric),
-            "baseline": score_file(spec.baseline(row, col), wildcards.split, metric)}
+    return {"system": PATHS.score(wildcards.system, wildcards.split, metric),
+            "baseline": PATHS.score(spec.baseline(row, col), wildcards.split, metric)}
 
 
 rule significance:
     input:
         unpack(significance_inputs),
     output:
-        f"{R}/tables/{{table}}/significance/{{system}}.{{split}}.json",
+        PATHS.significance("{table}", "{system}", "{split}"),
     wildcard_constraints:
         system=r"[^./]+",
         split=r"test[^./]*",
@@ -36,7 +36,7 @@ rule significance:
     resources:
         **job_resources("significance"),
     log:
-        f"{R}/logs/significance/{{table}}/{{system}}.{{split}}.log",
+        PATHS.log("significance", "{table}", "{system}.{split}"),
     shell:
         "python -m pipeline significance --baseline {input.baseline} --system {input.system} "
         "--settings {params.settings} --field '{params.field}' --output {output} > {log} 2>&1"
@@ -57,15 +57,15 @@ def cell_files(table):
         for col, system in by_col.items():
             split = spec.test_sets[col]
             cell = {"system": system,
-                    "scores": {m: score_file(system, split, m) for m in spec.metrics()},
-                    "train": [f"{model_dir(m)}/train.json" for m in P.members(system)],
+                    "scores": {m: PATHS.score(system, split, m) for m in spec.metrics()},
+                    "train": [PATHS.train_summary(m) for m in P.members(system)],
                     "analyses": analysis_files(table, system, col)}
             baseline = spec.baseline(row, col)
             if baseline is not None:
-                cell["significance"] = f"{R}/tables/{table}/significance/{system}.{split}.json"
+                cell["significance"] = PATHS.significance(table, system, split)
                 cell["baseline"] = {"system": baseline,
-                                    "scores": {m: score_file(baseline, split, m) for m in spec.metrics()},
-                                    "train": [f"{model_dir(m)}/train.json" for m in P.members(baseline)]}
+                                    "scores": {m: PATHS.score(baseline, split, m) for m in spec.metrics()},
+                                    "train": [PATHS.train_summary(m) for m in P.members(baseline)]}
             cells.setdefault(row, {})[col] = cell
     return cells
 
@@ -104,7 +104,7 @@ rule table:
     output:
         tsv=f"{RESULTS}/{{paper}}/{{output}}.tsv",
         md=f"{RESULTS}/{{paper}}/{{output}}.md",
-        cells=f"{R}/tables/{{paper}}-{{output}}/cells.json",
+        cells=PATHS.cells("{paper}-{output}"),
     wildcard_constraints:
         output=TABLE_OUTPUTS,
     params:
@@ -114,7 +114,7 @@ rule table:
     resources:
         **job_resources("table"),
     log:
-        f"{R}/logs/table/{{paper}}-{{output}}.log",
+        PATHS.log("table", "{paper}-{output}"),
     shell:
         "python -m pipeline table --spec {params.spec} --output {output.tsv} --markdown {output.md} "
         "--cells {output.cells} > {log} 2>&1"
@@ -126,7 +126,7 @@ rule figure:
     output:
         tsv=f"{RESULTS}/{{paper}}/{{output}}.tsv",
         png=f"{RESULTS}/{{paper}}/{{output}}.png",
-        cells=f"{R}/tables/{{paper}}-{{output}}/cells.json",
+        cells=PATHS.cells("{paper}-{output}"),
     wildcard_constraints:
         output=FIGURE_OUTPUTS,
     params:
@@ -136,7 +136,7 @@ rule figure:
     resources:
         **job_resources("table"),
     log:
-        f"{R}/logs/figure/{{paper}}-{{output}}.log",
+        PATHS.log("figure", "{paper}-{output}"),
     shell:
         "python -m pipeline table --spec {params.spec} --output {output.tsv} --figure {output.png} "
         "--cells {output.cells} > {log} 2>&1"
@@ -163,7 +163,7 @@ rule other_scale:  # a target of the other scale fails while the DAG is built, s
 # stands (a fresh clone's committed files need no rebuild), flagged for the report and grouped by paper.
 def page(table):
     """The report page of a table or figure (params entry)."""
-    return f"{R}/report/{table.paper}/{table.output}.html"
+    return PATHS.report_page(table.paper, table.output)
 
 
 rule report_page:
@@ -172,7 +172,7 @@ rule report_page:
         rendering=lambda wc: P.tables[table_of(wc)].rendering,
         code="pipeline/report/page.py",  # a change of the page's layout renders every page again
     output:
-        report(f"{R}/report/{{paper}}/{{output}}.html", caption="../report/page.rst", category="{paper}",
+        report(PATHS.report_page("{paper}", "{output}"), caption="../report/page.rst", category="{paper}",
                subcategory=lambda wc: "Figures" if P.tables[table_of(wc)].figure else "Tables",
                labels=lambda wc: {"name": display_name(wc.output)}),
     wildcard_constraints:
@@ -183,7 +183,7 @@ rule report_page:
     resources:
         **job_resources("report-page"),
     log:
-        f"{R}/logs/report_page/{{paper}}-{{output}}.log",
+        PATHS.log("report_page", "{paper}-{output}"),
     shell:
         "python -m pipeline report-page --tsv {input.tsv} --rendering {input.rendering} --name {params.name:q} "
         "--output {output} > {log} 2>&1"

@@ -19,7 +19,7 @@ def train_inputs(wildcards):
     }
     files.update(src_vocab=data(exp.corpus, "bpe", "vocab.src"), tgt_vocab=data(exp.corpus, "bpe", "vocab.tgt"))
     if exp.init:
-        files["init"] = f"{model_dir(exp.init)}/model.pt"
+        files["init"] = PATHS.model(exp.init)
     return files
 
 
@@ -80,9 +80,9 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        model=f"{R}/models/{{exp}}/model.pt",
-        summary=f"{R}/models/{{exp}}/train.json",
-        curves=[f"{R}/curves/{{exp}}/{curve}.tsv" for curve in CURVES],
+        model=PATHS.model("{exp}"),
+        summary=PATHS.train_summary("{exp}"),
+        curves=[PATHS.curve("{exp}", curve) for curve in CURVES],
     params:
         spec=lambda wc: q(train_spec(wc)),
         code=code_of,
@@ -90,9 +90,9 @@ rule train:
         init=lambda wc, input: f"--init {input.init}" if "init" in input.keys() else "",
         stores=lambda wc: " ".join(f"--{split}-{side} {data(P.experiments[wc.exp].corpus, 'bin', f'{split}.{side}')}"
                                    for split in ("train", "valid") for side in ("src", "tgt")),
-        run_dir=f"{R}/runs/{{exp}}",
-        out_dir=f"{R}/models/{{exp}}",
-        curves_dir=f"{R}/curves/{{exp}}",
+        run_dir=PATHS.run_dir("{exp}"),
+        out_dir=PATHS.model_dir("{exp}"),
+        curves_dir=PATHS.curves_dir("{exp}"),
         launcher=launcher,
         hide_gpus=lambda wc, resources: hide_gpus(resources.gpu),  # a recipe without GPUs trains on the CPU anywhere
         omp=lambda wc, threads, resources: max(1, threads // max(resources.gpu, 1)),  # per rank: the job's cores shared
@@ -106,7 +106,7 @@ rule train:
                                               # a params change would retrain)
         slurm_extra=stop_warning,
     log:
-        f"{R}/logs/train/{{exp}}.log",
+        PATHS.log("train", "{exp}"),
     shell:
         # the shell and tee ignore SIGTERM (Slurm signals every process of the job step), so the log stays open
         # while the trainer writes its checkpoint, and the job's status is the trainer's
