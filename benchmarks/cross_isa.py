@@ -99,6 +99,14 @@ def probe() -> dict:
     ops["python_pow"] = torch.tensor([0.98 ** s for s in steps] + [(1 - 0.98 ** s) ** 0.5 for s in steps]
                                      + [__import__("math").sqrt(s / 150) for s in steps], dtype=torch.float64)
     ops.update(sin=a.sin(), cos=a.cos(), sin64=a.double().sin(), cos64=a.double().cos())
+
+    def onednn_mm(x, y):   # x @ y by oneDNN's own GEMM: a candidate portable GEMM (docs/performance.md (m))
+        return torch._C._nn.mkldnn_linear(x.to_mkldnn(), y.t().contiguous().to_mkldnn()).to_dense()
+
+    ffn = randn(3000, 96), randn(96, 384)          # a tiny Big's feed-forward layer over a 3,000-token batch
+    long_k = randn(384, 3000), randn(3000, 96)      # its weight gradient: the batch's tokens summed over
+    ops.update(onednn_mm=onednn_mm(a, b), onednn_mm_ffn=onednn_mm(*ffn), onednn_mm_long_k=onednn_mm(*long_k),
+               mm_ffn=ffn[0] @ ffn[1], mm_long_k=long_k[0] @ long_k[1])
     from pipeline.models.registry import build_model  # one forward and backward of the tiny ende-base model
 
     torch.manual_seed(1)
