@@ -20,7 +20,7 @@ if compgen -G ".whl/*.whl" > /dev/null; then
 fi
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || echo "no nvidia-smi"; } \
     > "$out/gpu.csv" 2>&1
-steps=${STEPS:-base big-search rnn big learning}  # STEPS="base rnn": only those
+steps=${STEPS:-base big-search rnn big learning cpu-probe}  # STEPS="base rnn": only those
 step() {  # step NAME LIMIT_S ARGS...: benchmarks/gpu.py with ARGS, its JSON and log under $out
     local name=$1 limit=$2
     shift 2
@@ -37,7 +37,7 @@ step big 150 --families transformer-big --layouts whole rank --ablate --steps 30
 step learning 200 --families transformer-base --learning 300 --no-search --no-peer --steps 5 --repeats 1 "$@"
 # the host CPU's bits of single ops on the portable path, oneDNN's GEMM among them (docs/performance.md (m)):
 # compare with benchmarks/results/cross_isa_probe_amd_epyc.json, e.g. the onednn_* keys
-if [[ " $steps " == *" cpu-probe "* ]] || [[ -z "${STEPS:-}" ]]; then
+if [[ " $steps " == *" cpu-probe "* ]]; then
     echo "== cpu-probe"
     env CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 \
         timeout 60 "$py" benchmarks/cross_isa.py --probe > "$out/cross_isa_probe.json" 2> "$out/cpu-probe.log"

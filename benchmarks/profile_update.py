@@ -13,6 +13,7 @@ scale (portable: the same bits on every x86-64 with AVX2), set before torch load
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -51,11 +52,10 @@ def main() -> None:
     os.chdir(ROOT)
 
     from pipeline import cpu_math
-    from pipeline.config import parse_params, read_paper_files
-    import yaml
+    from pipeline.config import load_params
+    from pipeline.paths import Paths
 
-    params = parse_params(yaml.safe_load(Path("params.yaml").read_text()), source="params.yaml",
-                          papers=read_paper_files())
+    params = load_params("params.yaml")
     mode = args.cpu_math or params.cpu_math
     if "PROFILE_UPDATE_CHILD" not in os.environ:   # the math libraries read the variables when they load
         env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE}
@@ -76,10 +76,10 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     exp = params.experiments[args.experiment]
-    data = Path(params.artifacts) / params.scale / "data" / exp.corpus
-    stores = {f"{split}.{side}": TokenArray.open(data / "bin" / f"{split}.{side}")
+    data = functools.partial(Paths(params.root).data, exp.corpus)   # the train rule's inputs
+    stores = {f"{split}.{side}": TokenArray.open(data("bin", f"{split}.{side}"))
               for split in ("train", "valid") for side in ("src", "tgt")}
-    src_vocab, tgt_vocab = (Vocab.load(data / "bpe" / f"vocab.{side}") for side in ("src", "tgt"))
+    src_vocab, tgt_vocab = (Vocab.load(data("bpe", f"vocab.{side}")) for side in ("src", "tgt"))
     spec = params.model_spec(exp.name)
     recipe = Recipe.from_dict({**params.recipes[exp.recipe].train, "seed": params.seed_of(exp.name)},
                               where=f"recipe of {exp.name}")
@@ -92,15 +92,18 @@ def main() -> None:
                           {"experiment": exp.name, "model": spec, "precision": resolve(recipe.precision, dist_.device)},
                           dist_, False, {})
         batches = iter(trainer._batches(0))
-        for _ in range(args.skip):
+
+        def update():
             trainer.train_step(next(batches))
             trainer.state.step += 1
+
+        for _ in range(args.skip):
+            update()
         began = time.perf_counter()
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             for _ in range(args.updates):
                 with record_function("update"):
-                    trainer.train_step(next(batches))
-                trainer.state.step += 1
+                    update()
         wall = (time.perf_counter() - began) / args.updates
 
     shares: dict[str, float] = defaultdict(float)

@@ -191,8 +191,11 @@ def trainer_step(ws: Path, exp: str) -> int:
     """The step of a running trainer's last checkpoint at tiny scale (0 without one, or while the run there is a
     finished one)."""
     import torch
-    last = ws / f"artifacts/tiny/runs/{exp}/last.pt"
-    if (last.parent / "COMPLETE").exists():
+
+    from pipeline.paths import Paths
+    from pipeline.train.state import COMPLETE
+    last = ws / Paths("artifacts/tiny").run_dir(exp) / "last.pt"
+    if (last.parent / COMPLETE).exists():
         return 0
     try:
         return torch.load(last, map_location="cpu", weights_only=True)["progress"]["step"]
