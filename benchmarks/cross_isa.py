@@ -43,6 +43,9 @@ def probe() -> dict:
     import torch
     import torch.nn.functional as F
 
+    from pipeline import cpu_math
+
+    cpu_math.start()   # under the portable pinning: the fixed-order products (pipeline/fixed_gemm.py), as a job's
     torch.set_num_threads(1)
     torch.manual_seed(0)  # the modules' initialisation and dropout
     gen = torch.Generator().manual_seed(0)

@@ -75,6 +75,7 @@ def main() -> None:
     from pipeline.train.trainer import Trainer
 
     torch.set_num_threads(args.threads)
+    cpu_math.start()
     exp = params.experiments[args.experiment]
     data = functools.partial(Paths(params.root).data, exp.corpus)   # the train rule's inputs
     stores = {f"{split}.{side}": TokenArray.open(data("bin", f"{split}.{side}"))

@@ -60,6 +60,12 @@ def closure(roots: Iterable[str]) -> set[Path]:
     return set().union(*map(_closure_of, roots))
 
 
+def _compiled_parts(path: Path) -> list[Path]:
+    """The C and C++ sources a module compiles, named after it beside it (pipeline/fixed_gemm.py: fixed_gemm.c,
+    fixed_gemm_aten.cpp)."""
+    return [p for pattern in ("*.c", "*.cpp") for p in path.parent.glob(path.stem + pattern)]
+
+
 @lru_cache(maxsize=None)
 def _closure_of(root: str) -> frozenset[Path]:
     """closure([root]), computed once per process."""
@@ -73,6 +79,7 @@ def _closure_of(root: str) -> frozenset[Path]:
             if path is None:
                 continue
             seen.add(path)
+            seen.update(_compiled_parts(path))
             if i == len(parts) and path not in followed:
                 followed.add(path)
                 todo += _imports(path)

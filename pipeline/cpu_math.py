@@ -1,17 +1,19 @@
 """The code path of torch's CPU math libraries, chosen per scale by params.yaml's `cpu_math`.
 
-portable: the same bits on every x86-64 processor with AVX2 (ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN
-up to AVX2), measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and AMX; training
-takes about 1.9 times as long on the AMD EPYC and 2.5 times on the Xeon (docs/performance.md). native: each
-processor's fastest path, whose bits differ between processors. The libraries read these variables when they
-load, so they are set in the environment of every job (workflows/rules/common.smk), never inside a running process.
+portable: the same bits on every x86-64 processor with AVX2: ATen's AVX2 kernels, the float32 matrix products of
+pipeline/fixed_gemm.py (one FMA chain per element, in k order), MKL's COMPATIBLE branch and oneDNN up to AVX2 for
+whatever else calls them; measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and
+AMX (docs/performance.md). native: each processor's fastest path, whose bits differ between processors. The
+libraries read these variables when they load, so they are set in the environment of every job
+(workflows/rules/common.smk), never inside a running process; a job that computes on the CPU then calls start().
 """
 from __future__ import annotations
 
 import os
 
 MODES = ("portable", "native")
-PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+GEMM = "PIPELINE_GEMM"   # "fixed": start() installs pipeline/fixed_gemm.py's products
+PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2", GEMM: "fixed"}
 
 
 def environment(mode: str) -> dict[str, str]:
@@ -27,12 +29,25 @@ def apply(mode: str, env=os.environ) -> None:
         env.setdefault(name, value)
 
 
+def start() -> None:
+    """Set up a job that computes on the CPU: the fixed-order matrix products where its environment asks for them
+    (PORTABLE's PIPELINE_GEMM=fixed)."""
+    if os.environ.get(GEMM) == "fixed":
+        from pipeline import fixed_gemm
+
+        fixed_gemm.use()
+
+
 def code_path() -> str:
-    """What this process computes with on the CPU, e.g. 'torch 2.13.0+cpu, ATen AVX2, MKL_CBWR=COMPATIBLE,
-    oneDNN <= AVX2, 1 thread': in the run key of CPU runs, in train.json and in the tables' footers."""
+    """What this process computes with on the CPU, e.g. 'torch 2.13.0+cpu, ATen AVX2, GEMM fixed-order FMA,
+    MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread': in the run key of CPU runs, in train.json and in the tables'
+    footers."""
     import torch
 
+    from pipeline import fixed_gemm
+
     threads = torch.get_num_threads()
-    return (f"torch {torch.__version__}, ATen {torch.backends.cpu.get_cpu_capability()}, "
+    gemm = "GEMM fixed-order FMA, " if fixed_gemm.active() else ""
+    return (f"torch {torch.__version__}, ATen {torch.backends.cpu.get_cpu_capability()}, {gemm}"
             f"MKL_CBWR={os.environ.get('MKL_CBWR', 'AUTO')}, oneDNN <= {os.environ.get('ONEDNN_MAX_CPU_ISA', 'ALL')}, "
             f"{threads} thread{'s' if threads != 1 else ''}")

@@ -24,6 +24,14 @@ def use_gpu() -> None:
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 
+def use_cpu() -> None:
+    """Set up this process's CPU work: the code path params.yaml's cpu_math asks for (pipeline.cpu_math.start: the
+    fixed-order matrix products on the portable path)."""
+    from pipeline import cpu_math
+
+    cpu_math.start()
+
+
 # torch's CUDA builds come from PyTorch's own wheel index, one per CUDA version (its "Get started" page names the
 # address; cu130 matches a driver of CUDA 13, the benchmarks' H200; an older driver takes cu128, cu126, ...)
 CUDA_INDEX = "<PyTorch's cu130 wheel index>"
@@ -84,6 +92,7 @@ def job_device():
     if given:
         print(f"warning: the job was given GPU {given} (CUDA_VISIBLE_DEVICES) but torch {torch.__version__} sees "
               f"none: running on the CPU", file=sys.stderr)
+    use_cpu()
     return torch.device("cpu")
 
 
@@ -93,7 +102,10 @@ def load_model_for_job(path: Path | str, device=None):
     from pipeline.checkpoint import load_model
 
     model, info = load_model(Path(path), "cpu")
-    return model.to(job_device() if device is None else device), info
+    device = job_device() if device is None else device
+    if str(device) == "cpu":
+        use_cpu()
+    return model.to(device), info
 
 
 def main(argv: list[str]) -> int:

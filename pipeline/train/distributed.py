@@ -6,7 +6,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from pipeline.device import require_given_gpus, use_gpu
+from pipeline.device import require_given_gpus, use_cpu, use_gpu
 
 
 class Dist:
@@ -27,6 +27,8 @@ class Dist:
         self.device = torch.device("cuda", local % max(torch.cuda.device_count(), 1)) if cuda else torch.device("cpu")
         if cuda:
             use_gpu()
+        else:
+            use_cpu()
         self.owns_group = False
         if self.world > 1 and not dist.is_initialized():
             if cuda:

@@ -1,10 +1,12 @@
 """The step registry is the one declaration of every step: the command line, the Snakemake rules and dvc.yaml's rule
 lists agree with it, and a step's code dependencies are the code it runs."""
 import dataclasses
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -61,7 +63,8 @@ def test_every_rule_that_may_download_runs_on_the_submit_host():
     downloading = {rule for name, step in load_steps().items() if step.rules and name not in NO_DOWNLOAD
                    and set(step_files([name])) & callers for rule in step.rules}
     assert {"fetch", "analysis_probing_data"} <= downloading
-    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+    # the Snakefile sets the CPU code path's variables for its jobs (cpu_math.apply): not for this test process
+    with SnakemakeApi(OutputSettings(quiet={"all"})) as api, mock.patch.dict(os.environ):
         workflow = api.workflow(resource_settings=ResourceSettings(), snakefile=_Path(ROOT / "Snakefile"),
                                 workdir=_Path(ROOT))._workflow
         local = set(workflow._localrules)
