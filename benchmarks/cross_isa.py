@@ -5,6 +5,7 @@ each; run it on two machines, then compare the two reports.
 
     python benchmarks/cross_isa.py --data artifacts/tiny/data/en-de/bpe --out DIR [--steps 300] [--jobs 2]
     python benchmarks/cross_isa.py --compare DIR_A/cross_isa.json DIR_B/cross_isa.json
+    python benchmarks/cross_isa.py --compare-probes A/cross_isa_probe.json B/cross_isa_probe.json   # single ops
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.cpu_math import PORTABLE  # noqa: E402
+from pipeline.cpu_math import PORTABLE, PORTABLE_FIXED  # noqa: E402
 
 EXP = "ende-base"
 # name -> environment; every one runs on one thread
@@ -30,6 +31,7 @@ PINNINGS = {
     "native": {},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
     "portable": PORTABLE,  # params.yaml's cpu_math: portable
+    "portable-fixed": PORTABLE_FIXED,  # cpu_math: portable-fixed (pipeline/fixed_gemm.py's products)
     "portable-scalar": {**PORTABLE, "ATEN_CPU_CAPABILITY": "default"},
 }
 
@@ -45,7 +47,7 @@ def probe() -> dict:
 
     from pipeline import cpu_math
 
-    cpu_math.start()   # under the portable pinning: the fixed-order products (pipeline/fixed_gemm.py), as a job's
+    cpu_math.start()   # under portable-fixed: the fixed-order products (pipeline/fixed_gemm.py), as a job's
     torch.set_num_threads(1)
     torch.manual_seed(0)  # the modules' initialisation and dropout
     gen = torch.Generator().manual_seed(0)
@@ -155,7 +157,7 @@ def call(cmd: list[str], env: dict) -> str:
 
 def run_pinning(name: str, pins: dict, data: Path, out: Path, train: dict, decoding: dict) -> dict:
     """Train, decode and probe under one pinning (a fresh process each, so the pins apply from torch's import)."""
-    env = {k: v for k, v in os.environ.items() if k not in {*PORTABLE, "MKL_ENABLE_INSTRUCTIONS"}}
+    env = {k: v for k, v in os.environ.items() if k not in {*PORTABLE_FIXED, "MKL_ENABLE_INSTRUCTIONS"}}
     env.update(pins, OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",  # the CPU, also where a GPU is at hand
                 PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     work = out / name
@@ -213,6 +215,13 @@ def compare(a_path: Path, b_path: Path) -> None:
               f"{' ...' if len(ops) > 12 else ''}; train {ra['train_s']} s vs {rb['train_s']} s")
 
 
+def compare_probes(a_path: Path, b_path: Path) -> None:
+    """Two --probe outputs (two processors, the same pinning): which single ops differ."""
+    a, b = (json.loads(Path(p).read_text()) for p in (a_path, b_path))
+    ops = [k for k in a if k != "capability" and a[k] != b.get(k)]
+    print(f"{len(ops)} of {len(a) - 1} ops differ{': ' + ', '.join(ops) if ops else ''}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT / "artifacts/tiny/data/en-de/bpe")
@@ -222,6 +231,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="two pinnings only")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compare", nargs=2, type=Path, metavar="JSON")
+    parser.add_argument("--compare-probes", nargs=2, type=Path, metavar="JSON", help="two --probe outputs")
     args = parser.parse_args()
     if args.probe:
         import torch
@@ -229,6 +239,8 @@ def main() -> None:
         print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), **probe()}))
     elif args.compare:
         compare(*args.compare)
+    elif args.compare_probes:
+        compare_probes(*args.compare_probes)
     else:
         report(args)
 

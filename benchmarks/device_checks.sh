@@ -35,11 +35,12 @@ step big-search 45 --families transformer-big --no-train --sentences 512 "$@"
 step rnn 105 --families dl4mt rnmt lstm-residual --ablate --no-peer --no-search --steps 8 --repeats 2 "$@"
 step big 150 --families transformer-big --layouts whole rank --ablate --steps 30 --sentences 512 "$@"
 step learning 200 --families transformer-base --learning 300 --no-search --no-peer --steps 5 --repeats 1 "$@"
-# the host CPU's bits of single ops on the portable path, oneDNN's GEMM among them (docs/performance.md (m)):
-# compare with benchmarks/results/cross_isa_probe_amd_epyc.json, e.g. the onednn_* keys
+# the host CPU's bits of single ops on the portable path, its fixed-order products (pipeline/fixed_gemm.c) among them
+# (docs/performance.md (n)):
+# compare with benchmarks/results/cross_isa_probe_amd_epyc.json (python benchmarks/cross_isa.py --compare-probes A B)
 if [[ " $steps " == *" cpu-probe "* ]]; then
     echo "== cpu-probe"
-    env CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 \
-        timeout 60 "$py" benchmarks/cross_isa.py --probe > "$out/cross_isa_probe.json" 2> "$out/cpu-probe.log"
+    env CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 PIPELINE_GEMM=fixed \
+        timeout 120 "$py" benchmarks/cross_isa.py --probe > "$out/cross_isa_probe.json" 2> "$out/cpu-probe.log"
     echo "exit $? after ${SECONDS}s"
 fi

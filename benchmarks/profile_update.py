@@ -46,7 +46,8 @@ def main() -> None:
     parser.add_argument("--skip", type=int, default=5, help="updates before profiling (allocations, warm caches)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--top", type=int, default=15)
-    parser.add_argument("--cpu-math", choices=("portable", "native"), help="default: params.yaml's at its scale")
+    parser.add_argument("--cpu-math", choices=("portable", "portable-fixed", "native"),
+                        help="default: params.yaml's at its scale")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
@@ -58,7 +59,7 @@ def main() -> None:
     params = load_params("params.yaml")
     mode = args.cpu_math or params.cpu_math
     if "PROFILE_UPDATE_CHILD" not in os.environ:   # the math libraries read the variables when they load
-        env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE}
+        env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE_FIXED}
         os.execve(sys.executable, [sys.executable, *sys.argv], {**env, **cpu_math.environment(mode),
                                                                 "PROFILE_UPDATE_CHILD": "1",
                                                                 "OMP_NUM_THREADS": str(args.threads)})

@@ -1,26 +1,30 @@
 """The code path of torch's CPU math libraries, chosen per scale by params.yaml's `cpu_math`.
 
-portable: the same bits on every x86-64 processor with AVX2: ATen's AVX2 kernels, the float32 matrix products of
-pipeline/fixed_gemm.py (one FMA chain per element, in k order), MKL's COMPATIBLE branch and oneDNN up to AVX2 for
-whatever else calls them; measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and
-AMX (docs/performance.md). native: each processor's fastest path, whose bits differ between processors. The
-libraries read these variables when they load, so they are set in the environment of every job
-(workflows/rules/common.smk), never inside a running process; a job that computes on the CPU then calls start().
+portable: the same bits on every x86-64 processor with AVX2 (ATen's AVX2 kernels, MKL's COMPATIBLE branch, oneDNN
+up to AVX2), measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeon with AVX-512 and AMX; training
+takes about 1.9 times as long on the AMD EPYC and 2.5 times on the Xeon (docs/performance.md (h)). portable-fixed:
+the same, with the float32 matrix products of pipeline/fixed_gemm.py (one FMA chain per element, in k order: the
+same bits on every x86-64 processor with AVX2 and FMA, by IEEE 754), at about the native path's speed
+(docs/performance.md (n)); the committed tiny tables move to it when they are rebuilt. native: each processor's
+fastest path, whose bits differ between processors. The libraries read these variables when they load, so they
+are set in the environment of every job (workflows/rules/common.smk), never inside a running process; a job that
+computes on the CPU then calls start().
 """
 from __future__ import annotations
 
 import os
 
-MODES = ("portable", "native")
-GEMM = "PIPELINE_GEMM"   # "fixed": start() installs pipeline/fixed_gemm.py's products
-PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2", GEMM: "fixed"}
+MODES = ("portable", "portable-fixed", "native")
+GEMM = "PIPELINE_GEMM"   # "fixed": start() makes pipeline/fixed_gemm.py's products torch's
+PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+PORTABLE_FIXED = {**PORTABLE, GEMM: "fixed"}
 
 
 def environment(mode: str) -> dict[str, str]:
     """The variables a mode sets (none for native)."""
     if mode not in MODES:
         raise ValueError(f"cpu_math: expected one of {', '.join(MODES)}, got {mode!r}")
-    return dict(PORTABLE) if mode == "portable" else {}
+    return {"portable": dict(PORTABLE), "portable-fixed": dict(PORTABLE_FIXED), "native": {}}[mode]
 
 
 def apply(mode: str, env=os.environ) -> None:
@@ -31,7 +35,7 @@ def apply(mode: str, env=os.environ) -> None:
 
 def start() -> None:
     """Set up a job that computes on the CPU: the fixed-order matrix products where its environment asks for them
-    (PORTABLE's PIPELINE_GEMM=fixed)."""
+    (portable-fixed's PIPELINE_GEMM=fixed)."""
     if os.environ.get(GEMM) == "fixed":
         from pipeline import fixed_gemm
 

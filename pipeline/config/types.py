@@ -220,7 +220,7 @@ class Params:
     files: dict = field(default_factory=dict)  # paper -> its params file
     external: dict[str, External] = field(default_factory=dict)
     combinations: dict[str, Combination] = field(default_factory=dict)
-    cpu_math: str = "native"  # pipeline.cpu_math: portable (the same bits on any x86-64 CPU) | native
+    cpu_math: str = "native"  # pipeline.cpu_math: portable | portable-fixed (the same bits on any x86-64 CPU) | native
     max_job_minutes: int = 2880  # the longest time limit a job asks for; a longer training run takes several jobs
     gpu_model: str = "H200"      # the GPU the time limits of runs with GPUs assume (pipeline/cost.py)
 

@@ -19,18 +19,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_modes_set_their_variables_without_overriding_the_users():
     assert cpu_math.environment("portable") == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE",
-                                                "ONEDNN_MAX_CPU_ISA": "AVX2", "PIPELINE_GEMM": "fixed"}
+                                                "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert cpu_math.environment("portable-fixed") == {**cpu_math.environment("portable"), "PIPELINE_GEMM": "fixed"}
     assert cpu_math.environment("native") == {}
-    with pytest.raises(ValueError, match="cpu_math: expected one of portable, native, got 'fast'"):
+    with pytest.raises(ValueError, match="cpu_math: expected one of portable, portable-fixed, native, got 'fast'"):
         cpu_math.environment("fast")
     env = {"MKL_CBWR": "AUTO"}
     cpu_math.apply("portable", env)
-    assert env == {"MKL_CBWR": "AUTO", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                   "PIPELINE_GEMM": "fixed"}
+    assert env == {"MKL_CBWR": "AUTO", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def _code_path(extra: dict) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE}
+    env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE_FIXED}
     env.update(extra, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
     code = ("import json, torch; from pipeline.cpu_math import code_path, start; start(); "
             "print(json.dumps(code_path()))")
@@ -41,10 +41,12 @@ def _code_path(extra: dict) -> str:
 @pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() == "DEFAULT", reason="a CPU without AVX2")
 def test_a_process_reports_the_code_path_it_runs_on():
     portable = _code_path(cpu_math.PORTABLE)
-    assert portable == (f"torch {torch.__version__}, ATen AVX2, GEMM fixed-order FMA, MKL_CBWR=COMPATIBLE, "
-                        f"oneDNN <= AVX2, 1 thread")
+    assert portable == f"torch {torch.__version__}, ATen AVX2, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread"
+    fixed = _code_path(cpu_math.PORTABLE_FIXED)
+    assert fixed == (f"torch {torch.__version__}, ATen AVX2, GEMM fixed-order FMA, MKL_CBWR=COMPATIBLE, "
+                     f"oneDNN <= AVX2, 1 thread")
     scalar = _code_path({**cpu_math.PORTABLE, "ATEN_CPU_CAPABILITY": "default"})
-    assert scalar.startswith(f"torch {torch.__version__}, ATen DEFAULT, GEMM fixed-order FMA, MKL_CBWR=COMPATIBLE")
+    assert scalar.startswith(f"torch {torch.__version__}, ATen DEFAULT, MKL_CBWR=COMPATIBLE")
     assert ", MKL_CBWR=AUTO, oneDNN <= ALL, 1 thread" in _code_path({})
 
 

@@ -54,8 +54,8 @@ def test_the_blocking_is_not_in_the_bits():
 
 
 def _in_a_process(code: str, gemm: bool) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE}
-    env.update(cpu_math.PORTABLE if gemm else {}, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    env = {k: v for k, v in os.environ.items() if k not in cpu_math.PORTABLE_FIXED}
+    env.update(cpu_math.environment("portable-fixed" if gemm else "portable"), PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
 
 
@@ -88,7 +88,7 @@ print(fixed_gemm.active(), torch.equal(q.detach(), expected["linear"]), torch.eq
 """
 
 
-def test_a_cpu_job_on_the_portable_path_takes_every_product_forward_and_backward():
+def test_a_cpu_job_on_the_portable_fixed_path_takes_every_product_forward_and_backward():
     active, linear, bmm, backward, grad, float64 = _in_a_process(FORWARD_BACKWARD, gemm=True).split()
     assert (active, linear, bmm, backward) == ("True", "True", "True", "True")
     plain = _in_a_process(FORWARD_BACKWARD, gemm=False).split()

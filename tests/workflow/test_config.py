@@ -95,7 +95,7 @@ def test_scores_of_a_system_follow_its_tables():
     (lambda s, p: p["hao2019"]["experiments"]["zhen-base"].update(decoding={"length_penalty": -1}),
      "params/hao2019.yaml: experiments.zhen-base.decoding.length_penalty",
      "length_penalty: expected a finite number >= 0 (GNMT's alpha; 0: no penalty), got -1.0"),
-    (lambda s, p: s.update(cpu_math="fast"), "params.yaml: cpu_math", "expected one of portable, native, got 'fast'"),
+    (lambda s, p: s.update(cpu_math="fast"), "params.yaml: cpu_math", "expected one of portable, portable-fixed, native, got 'fast'"),
     (lambda s, p: s.update(max_job_minutes=0), "params.yaml: max_job_minutes",
      "expected a positive number of minutes, got 0"),
     (lambda s, p: s.update(gpu_model="B200"), "params.yaml: gpu_model",

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # lowest first
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("pipeline", "pipeline.errors", "pipeline.fileio", "pipeline.locks", "pipeline.registry",
-                "pipeline.code_deps", "pipeline.paths", "pipeline.cpu_math", "pipeline.fixed_gemm", "pipeline.speedups", "pipeline.dry_run",
-                "pipeline.reasons", "pipeline.job_tree", "pipeline.build_guard",
+                "pipeline.code_deps", "pipeline.paths", "pipeline.cpu_math", "pipeline.fixed_gemm", "pipeline.speedups",
+                "pipeline.dry_run", "pipeline.reasons", "pipeline.job_tree", "pipeline.build_guard",
                 "pipeline.dvc_records")),
     ("declarations", ("pipeline.recipe", "pipeline.scales", "pipeline.settings", "pipeline.decoding",
                       "pipeline.precision", "pipeline.steps", "pipeline.steps.arguments", "pipeline.analyses")),

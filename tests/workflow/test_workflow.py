@@ -146,3 +146,22 @@ def test_a_toy_paper_is_added_by_new_files_only(tmp_path):
     assert "pipeline/papers/toy2026/__init__.py" in stages["table-toy2026-table1"]["do"]["deps"]
     assert "pipeline/papers/toy2026/__init__.py" in stages["eval-t-b"]["do"]["deps"]
     assert "--allowed-rules analysis_hyp_words figure significance table -- " in stages["table-toy2026-table1"]["do"]["cmd"]
+
+
+def test_portable_fixed_jobs_train_and_decode_with_the_fixed_order_products_bitwise_again(tmp_path):
+    """cpu_math: portable-fixed reaches every model job through the Snakefile's environment: the trainer records the
+    fixed-order products in its code path (the run key and the tables' footers), and a forced retraining and decode
+    give the same bytes."""
+    from pipeline.paths import Paths
+
+    ws = make_workspace(tmp_path / "ws", shared={**TOY_SHARED, "cpu_math": "portable-fixed"})
+    paths = Paths("artifacts/tiny")
+    model, hyp = paths.model("ende-base"), paths.hyp("ende-base", "test")
+    run(["snakemake", *PROFILE, "--", model, hyp], ws)
+    summary = json.loads((ws / model).with_name("train.json").read_text())
+    assert re.fullmatch(r"torch \S+, ATen AVX2, GEMM fixed-order FMA, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread",
+                        summary["cpu_math"])
+    first = (ws / model).read_bytes(), (ws / hyp).read_bytes()
+    run(["snakemake", *PROFILE, "--forcerun", model, "--", hyp], ws)
+    assert json.loads((ws / model).with_name("train.json").read_text())["resumed_from_step"] == 0
+    assert ((ws / model).read_bytes(), (ws / hyp).read_bytes()) == first
