@@ -1,4 +1,4 @@
-"""A float32 matrix product whose bits are the same on every x86-64 processor with AVX2 (cpu_math: portable).
+"""A float32 matrix product whose bits are the same on every x86-64 processor with AVX2 (cpu_math: portable-fixed).
 
 MKL's products differ in their last bits between processors on every branch but COMPATIBLE, which is 2.5-3.6x
 slower than its AVX2 branch (docs/performance.md (h), (m)). fixed_gemm.c computes each element as one chain of

@@ -14,7 +14,9 @@ extern "C" int fixed_gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k
 
 namespace {
 
-bool ours(const at::Tensor &t) { return t.scalar_type() == at::kFloat && t.layout() == at::kStrided && !t.is_neg() && !t.is_conj(); }
+bool ours(const at::Tensor &t) {
+    return t.scalar_type() == at::kFloat && t.layout() == at::kStrided && !t.is_neg() && !t.is_conj();
+}
 
 bool plain(const at::Scalar &s, double value) { return !s.isComplex() && s.toDouble() == value; }
 
@@ -27,7 +29,8 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b, at::Tensor start) {
     if (fixed_gemm_batched(batch, m, n, k, a.const_data_ptr<float>(), a.stride(0), a.stride(1), a.stride(2),
                            b.const_data_ptr<float>(), b.stride(0), b.stride(1), b.stride(2),
                            out.mutable_data_ptr<float>(), out.stride(0), out.stride(1), accumulate) != 0)
-        TORCH_CHECK(false, "fixed_gemm: no memory for the packing buffers of a ", m, "x", k, " @ ", k, "x", n, " product");
+        TORCH_CHECK(false, "fixed_gemm: no memory for the packing buffers of a ", m, "x", k, " @ ", k, "x", n,
+                    " product");
     return out;
 }
 
