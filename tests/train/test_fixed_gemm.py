@@ -1,6 +1,6 @@
-"""pipeline/fixed_gemm.py: the portable path's float32 matrix products are one FMA chain per element in the order of
-k (fixed_gemm.c's reference, hand-worked values), whatever the shapes, strides and blocking; the dispatch mode takes
-every product of a forward and backward pass and leaves other dtypes to torch."""
+"""pipeline/fixed_gemm.py: portable-fixed's float32 matrix products are one FMA chain per element in the order of k
+(fixed_gemm.c's reference, hand-worked values), whatever the shapes, strides and blocking; as torch's CPU kernel it
+takes every product of a forward and backward pass and leaves other dtypes to torch."""
 import os
 import subprocess
 import sys
