@@ -102,8 +102,9 @@ def load_model_for_job(path: Path | str, device=None):
     from pipeline.checkpoint import load_model
 
     model, info = load_model(Path(path), "cpu")
-    device = job_device() if device is None else device
-    if str(device) == "cpu":
+    if device is None:
+        device = job_device()   # sets up the CPU itself where it picks it
+    elif str(device) == "cpu":
         use_cpu()
     return model.to(device), info
 
