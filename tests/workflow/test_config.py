@@ -132,7 +132,7 @@ def test_recipe_precision_defaults_to_the_shared_one_per_scale():
 
 
 def test_cpu_math_is_portable_at_tiny_scale_only():
-    assert load_params(ROOT / "params.yaml").cpu_math == "portable"  # tables rebuild bit for bit on any x86-64 CPU
+    assert load_params(ROOT / "params.yaml").cpu_math == "portable-fixed"  # tables rebuild bit for bit on any x86-64 CPU
     assert load_params(ROOT / "params.yaml", scale="paper").cpu_math == "native"
     assert parse({k: v for k, v in TOY_SHARED.items() if k != "cpu_math"}, {}).cpu_math == "native"
 

@@ -15,7 +15,7 @@ MARKS = r"[⇑↑]"
 
 
 def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_path):
-    ws = make_workspace(tmp_path / "ws", shared={**TOY_SHARED, "cpu_math": "portable"})  # the project's tiny default
+    ws = make_workspace(tmp_path / "ws", shared={**TOY_SHARED, "cpu_math": "portable-fixed"})  # the project's tiny default
     run(["snakemake", *PROFILE, TABLE], ws)
     art = ws / "artifacts/tiny"
 
@@ -54,7 +54,8 @@ def test_local_snakemake_builds_table_every_cell_traced_then_nothing_to_do(tmp_p
     assert any("scale: tiny" in line for line in footer)
     assert footer[-2] == f"# precision (training and decoding): {summary['precision']}"  # the runs' precision
     # the code path every job ran on (pipeline/cpu_math.py), set by the Snakefile for every job
-    assert re.fullmatch(r"torch \S+, ATen AVX2, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread", summary["cpu_math"])
+    assert re.fullmatch(r"torch \S+, ATen AVX2, GEMM fixed-order FMA, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread",
+                        summary["cpu_math"])
     assert footer[-1] == f"# training computed with: {summary['cpu_math']}"
     assert (ws / "results/tiny/hao2019/table3.md").read_text().count("|") > 20
 
@@ -148,19 +149,18 @@ def test_a_toy_paper_is_added_by_new_files_only(tmp_path):
     assert "--allowed-rules analysis_hyp_words figure significance table -- " in stages["table-toy2026-table1"]["do"]["cmd"]
 
 
-def test_portable_fixed_jobs_train_and_decode_with_the_fixed_order_products_bitwise_again(tmp_path):
-    """cpu_math: portable-fixed reaches every model job through the Snakefile's environment: the trainer records the
-    fixed-order products in its code path (the run key and the tables' footers), and a forced retraining and decode
-    give the same bytes."""
+def test_portable_jobs_without_the_fixed_order_products_train_and_decode_bitwise_again(tmp_path):
+    """cpu_math: portable (MKL's COMPATIBLE branch takes the products; no compiler needed) reaches every model job
+    through the Snakefile's environment: the trainer records it in its code path (the run key and the tables'
+    footers), and a forced retraining and decode give the same bytes."""
     from pipeline.paths import Paths
 
-    ws = make_workspace(tmp_path / "ws", shared={**TOY_SHARED, "cpu_math": "portable-fixed"})
+    ws = make_workspace(tmp_path / "ws", shared={**TOY_SHARED, "cpu_math": "portable"})
     paths = Paths("artifacts/tiny")
     model, hyp = paths.model("ende-base"), paths.hyp("ende-base", "test")
     run(["snakemake", *PROFILE, "--", model, hyp], ws)
     summary = json.loads((ws / model).with_name("train.json").read_text())
-    assert re.fullmatch(r"torch \S+, ATen AVX2, GEMM fixed-order FMA, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread",
-                        summary["cpu_math"])
+    assert re.fullmatch(r"torch \S+, ATen AVX2, MKL_CBWR=COMPATIBLE, oneDNN <= AVX2, 1 thread", summary["cpu_math"])
     first = (ws / model).read_bytes(), (ws / hyp).read_bytes()
     run(["snakemake", *PROFILE, "--forcerun", model, "--", hyp], ws)
     assert json.loads((ws / model).with_name("train.json").read_text())["resumed_from_step"] == 0
