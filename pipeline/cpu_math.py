@@ -5,7 +5,7 @@ up to AVX2), measured by benchmarks/cross_isa.py on an AMD EPYC and an Intel Xeo
 takes about 1.9 times as long on the AMD EPYC and 2.5 times on the Xeon (docs/performance.md (h)). portable-fixed:
 the same, with the float32 matrix products of pipeline/fixed_gemm.py (one FMA chain per element, in k order: the
 same bits on every x86-64 processor with AVX2 and FMA, by IEEE 754), at about the native path's speed
-(docs/performance.md (n)); the committed tiny tables move to it when they are rebuilt. native: each processor's
+(docs/performance.md (n)); the tiny default, on which the committed tables are built. native: each processor's
 fastest path, whose bits differ between processors. The libraries read these variables when they load, so they
 are set in the environment of every job (workflows/rules/common.smk), never inside a running process; a job that
 computes on the CPU then calls start().

@@ -63,10 +63,10 @@ def library_path() -> Path:
             try:
                 done = subprocess.run(command, capture_output=True, text=True)
             except FileNotFoundError:
-                raise PipelineError(f"cpu_math portable computes its matrix products with {KERNEL.name}, built with "
-                                    f"a C and C++ compiler, and there is none ({command[0]}): install them (Debian: "
-                                    f"apt install gcc g++), set CC and CXX, or set cpu_math: native in params.yaml "
-                                    f"(its bits differ between processors)") from None
+                raise PipelineError(f"cpu_math portable-fixed computes its matrix products with {KERNEL.name}, built "
+                                    f"with a C and C++ compiler, and there is none ({command[0]}): install them "
+                                    f"(Debian: apt install gcc g++), set CC and CXX, or set cpu_math: portable in "
+                                    f"params.yaml (no compiler; other bits than the committed tables')") from None
             if done.returncode != 0:
                 errors = [line for line in done.stderr.splitlines() if "error" in line] or done.stderr.splitlines()
                 raise PipelineError(f"{command[0]} could not build {path.name} from {KERNEL.name} and "
@@ -85,8 +85,8 @@ def library() -> ctypes.CDLL:
         lib.fixed_gemm_batched.restype = ctypes.c_int
         lib.fixed_gemm_reference.argtypes = [i64, i64, i64, ptr, ptr, ptr, ctypes.c_int]
         if not lib.fixed_gemm_supported():
-            raise PipelineError("cpu_math portable computes its matrix products with AVX2 and FMA instructions, which "
-                                "this processor lacks: set cpu_math: native in params.yaml")
+            raise PipelineError("cpu_math portable-fixed computes its matrix products with AVX2 and FMA instructions, "
+                                "which this processor lacks: set cpu_math: native in params.yaml")
         _state["lib"] = lib
     return _state["lib"]
 

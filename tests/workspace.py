@@ -32,8 +32,8 @@ TOY_SHARED = {
     "scale": "tiny",
     "seed": 1,
     "precision": "auto",  # DVC's train stages track it, so params.yaml must name it (as the project's does)
-    # MKL's fastest path: the portable one (the project's tiny default) takes about 1.9x the CPU time on an AMD EPYC;
-    # tests/workflow/test_workflow.py builds with it
+    # MKL's fastest path; tests/workflow/test_workflow.py builds with the project's tiny default (portable-fixed) and
+    # with portable (about 1.9x the CPU time on an AMD EPYC)
     "cpu_math": "native",
     "paths": {"artifacts": "artifacts", "downloads": "artifacts/downloads", "manual": {}},
     "decoding": {"beam": 2, "length": "penalty", "length_penalty": 0.6, "batch_size": 30, "max_len_a": 1.2,

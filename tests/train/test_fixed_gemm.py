@@ -110,6 +110,6 @@ def test_no_compiler_is_one_line_that_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     with pytest.raises(PipelineError, match=r"fixed_gemm\.c, built with a C and C\+\+ compiler, and there is none "
-                                            r"\(.*no-such-cc\): install them .*cpu_math: native"):
+                                            r"\(.*no-such-cc\): install them .*cpu_math: portable in params.yaml"):
         fixed_gemm.library_path()
     assert list((tmp_path / "nmt-repro").iterdir()) == []
