@@ -68,6 +68,18 @@ def test_snakemake_refuses_a_bad_params_file_up_front(tmp_path):
     assert not (ws / "artifacts").exists()
 
 
+@pytest.mark.slow
+def test_snakemake_called_by_its_path_runs_the_rules_with_its_own_python(tmp_path):
+    """`.venv/bin/snakemake` with the venv not on PATH: the rules' `python` is still the venv's (common.smk)."""
+    from workspace import BIN, make_workspace
+    ws = make_workspace(tmp_path / "ws")
+    target = "artifacts/tiny/data/zh-en/ready"
+    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "1", target], cwd=ws,
+                          env={**env(), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (ws / target).exists()
+
+
 def test_missing_input_file_is_one_line_naming_it(tmp_path):
     missing = tmp_path / "nope.hyp"
     proc = pipeline("score", "--metric", "sacrebleu", "--hyp", str(missing), "--ref-dir", str(tmp_path),

@@ -1,8 +1,10 @@
 # Config validated up front (errors name the file and key), and the path helpers every rule file uses.
 import functools
 import json
+import os
 import re
 import shlex
+import sys
 
 from pipeline import cpu_math
 from pipeline.code_deps import file_digests
@@ -17,6 +19,8 @@ except PipelineError as err:
     raise WorkflowError(f"invalid configuration: {err}")
 
 cpu_math.apply(P.cpu_math)  # the jobs inherit it (a Slurm job reads this file again): same bits on any x86-64 CPU
+# the rules' `python` is the one running Snakemake (a venv's even where it was called as .venv/bin/snakemake)
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 R = P.root  # artifacts/<scale>: tiny and paper runs never mix
 RESULTS = f"results/{P.scale}"  # results/<scale>/<paper>/: the committed tiny tables beside a paper-scale build
