@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING, Iterator
 import torch
 from torch import Tensor
 
+from pipeline import static_search
+from pipeline.beam import Scored, collect_finished, length_divisor, log_probs, max_lengths, next_beams
 from pipeline.data.vocab import BOS, EOS, PAD
 from pipeline.errors import PipelineError
 
 if TYPE_CHECKING:
     from pipeline.models import Seq2Seq
-
-LENGTH_MODES = ("penalty", "normalize", "none")
-Scored = tuple[float, list[int]]  # (score, tokens without BOS/EOS)
 
 
 @contextlib.contextmanager
@@ -30,49 +29,6 @@ def inference(model: Seq2Seq) -> Iterator[None]:
         model.train(was_training)
 
 
-def _max_lengths(model: Seq2Seq, src: Tensor, a: float, b: int) -> Tensor:
-    """Longest output per sentence [B] (tokens, EOS excluded): floor(a * source length + b), capped by the model."""
-    src_len = src.ne(PAD).sum(1).double()
-    limit = torch.floor(a * src_len + b).long().clamp(min=0)
-    if model.max_output_len is not None:
-        limit = limit.clamp(max=model.max_output_len)
-    return limit
-
-
-def _log_probs(logits: Tensor, force_eos: Tensor) -> Tensor:
-    """logits [N,V] -> log-probabilities [N,V]; PAD and BOS never generated; rows with force_eos [N] may only end.
-
-    A forced EOS keeps its model log-probability (not renormalised; fairseq's convention)."""
-    lp = torch.log_softmax(logits.float(), dim=-1)
-    lp[:, PAD] = float("-inf")
-    lp[:, BOS] = float("-inf")
-    eos = lp[:, EOS].clone()
-    lp = lp.masked_fill(force_eos.unsqueeze(1), float("-inf"))  # not lp[force_eos]: no host-device sync
-    lp[:, EOS] = torch.where(force_eos, eos, lp[:, EOS])
-    return lp
-
-
-def length_penalty_factor(length: int, alpha: float) -> float:
-    """GNMT length penalty ((5 + |Y|) / 6)^alpha, |Y| counting the EOS (our choice of normalisation)."""
-    return ((5.0 + length) / 6.0) ** alpha
-
-
-def length_divisor(length: str, n_tokens: int, alpha: float) -> float:
-    """What a finished hypothesis's log-probability is divided by; n_tokens counts its EOS.
-
-    "penalty": GNMT's ((5 + n) / 6)^alpha. "normalize": n, as dl4mt-tutorial (session2/translate.py: score /
-    len(sample)) and Nematus (nematus/translate.py: score / len(sample) ** normalization_alpha, alpha 1 here) do,
-    their samples ending in the EOS (gen_sample appends it). "none": 1 (raw log-probability). alpha: penalty only.
-    """
-    if length == "penalty":
-        return length_penalty_factor(n_tokens, alpha)
-    if length == "normalize":
-        return float(n_tokens)
-    if length == "none":
-        return 1.0
-    raise PipelineError(f"decoding option 'length': got {length!r}; expected one of {', '.join(LENGTH_MODES)}")
-
-
 def _strip(tokens: list[int]) -> list[int]:
     """Tokens before the first EOS."""
     return tokens[:tokens.index(EOS)] if EOS in tokens else tokens
@@ -83,44 +39,19 @@ def greedy(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.2, max_len_b: in
     if src.size(0) == 0:
         return []
     with inference(model):
-        max_len = _max_lengths(model, src, max_len_a, max_len_b)
+        max_len = max_lengths(model, src, max_len_a, max_len_b)
         memory = model.encode(src)
         tokens = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
         done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
         state = None
         for step in range(1, int(max_len.max()) + 2):
             logits, state = model.decode_step(tokens, memory, state)
-            nxt = _log_probs(logits, step > max_len).argmax(-1).masked_fill(done, PAD)
+            nxt = log_probs(logits, step > max_len).argmax(-1).masked_fill(done, PAD)
             tokens = torch.cat([tokens, nxt.unsqueeze(1)], dim=1)
             done |= nxt.eq(EOS)
             if bool(done.all()):
                 break
         return [_strip(row) for row in tokens[:, 1:].tolist()]
-
-
-def _next_beams(top: Tensor, from_beam: Tensor, token: Tensor, beam: int) -> tuple[Tensor, Tensor, Tensor]:
-    """The best `beam` candidates that do not end: scores, source beams, tokens, each [N,beam] (-inf: empty slot)."""
-    width = top.size(1)
-    alive = token.ne(EOS) & torch.isfinite(top)  # [N,2K]
-    rank = torch.arange(width, device=top.device).unsqueeze(0)
-    pick = torch.where(alive, rank, rank + width).argsort(dim=1)[:, :beam]  # first K alive, in score order
-    scores = top.gather(1, pick).masked_fill(~alive.gather(1, pick), float("-inf"))
-    return scores, from_beam.gather(1, pick), token.gather(1, pick)
-
-
-def _collect_finished(finished: list[list[Scored]], active: Tensor, tokens: Tensor, top: Tensor, from_beam: Tensor,
-                      token: Tensor, divisor: float) -> Tensor:
-    """Add every EOS among a sentence's first K ranked candidates (top [m,2K]) to its finished hypotheses, scored
-    log p / divisor; tokens [m*K,t] are the live prefixes (BOS first). Returns the count added per sentence [m]."""
-    k = tokens.size(0) // active.numel()
-    ends = token[:, :k].eq(EOS) & torch.isfinite(top[:, :k])  # [m,K]
-    where = ends.nonzero()  # [F,2]: (sentence row, rank)
-    if where.numel():
-        i, r = where[:, 0], where[:, 1]
-        hyps = tokens[i * k + from_beam[i, r], 1:].tolist()
-        for sentence, log_p, hyp in zip(active[i].tolist(), top[i, r].tolist(), hyps):
-            finished[sentence].append((log_p / divisor, hyp))
-    return ends.sum(1)
 
 
 def beam_search_nbest(model: Seq2Seq, src: Tensor, *, nbest: int = 1, beam: int = 4, max_len_a: float = 1.2,
@@ -140,14 +71,14 @@ def beam_search_nbest(model: Seq2Seq, src: Tensor, *, nbest: int = 1, beam: int 
     length_divisor(length, 1, alpha)  # validates `length` before any work
     if src.size(0) == 0:
         return []
-    from pipeline import speedups, static_search
+    from pipeline import speedups
     if speedups.enabled("static_search", src) and static_search.supports(model):
         with inference(model):
             return static_search.beam_search_static(model, src, nbest=nbest, beam=beam, max_len_a=max_len_a,
                                                     max_len_b=max_len_b, length=length, alpha=alpha)
     with inference(model):
         n, k, dev = src.size(0), beam, src.device
-        max_len = _max_lengths(model, src, max_len_a, max_len_b)
+        max_len = max_lengths(model, src, max_len_a, max_len_b)
         memory = model.reorder_memory(model.encode(src), torch.arange(n, device=dev).repeat_interleave(k))
         tokens = torch.full((n * k, 1), BOS, dtype=torch.long, device=dev)
         scores = torch.full((n, k), float("-inf"), device=dev)
@@ -161,14 +92,14 @@ def beam_search_nbest(model: Seq2Seq, src: Tensor, *, nbest: int = 1, beam: int 
             logits, state = model.decode_step(tokens, memory, state)
             m = active.numel()
             at_limit = step > max_len[active]  # [m]
-            cand = scores.unsqueeze(-1) + _log_probs(logits, at_limit.repeat_interleave(k)).view(m, k, -1)  # [m,K,V]
+            cand = scores.unsqueeze(-1) + log_probs(logits, at_limit.repeat_interleave(k)).view(m, k, -1)  # [m,K,V]
             vocab = cand.size(-1)
             top, flat = cand.view(m, -1).topk(min(2 * k, k * vocab), dim=1)  # [m,2K]
             from_beam, token = flat // vocab, flat % vocab
             # every hypothesis finishing now has step - 1 words + EOS
-            n_finished[active] += _collect_finished(finished, active, tokens, top, from_beam, token,
+            n_finished[active] += collect_finished(finished, active, tokens, top, from_beam, token,
                                                     length_divisor(length, step, alpha))
-            scores, from_beam, token = _next_beams(top, from_beam, token, k)
+            scores, from_beam, token = next_beams(top, from_beam, token, k)
             open_ = ~at_limit & torch.isfinite(scores).any(1) & (n_finished[active] < k)  # not done, not stuck
             keep = open_.nonzero().squeeze(1)
             if keep.numel() == 0:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pipeline.data.vocab import BOS
-from pipeline.search import Scored, _collect_finished, _log_probs, _max_lengths, _next_beams, length_divisor
+from pipeline.beam import Scored, collect_finished, length_divisor, log_probs, max_lengths, next_beams
 
 
 def supports(model) -> bool:
@@ -109,7 +109,7 @@ def beam_search_static(model, src: Tensor, *, nbest: int, beam: int, max_len_a: 
                        length: str, alpha: float) -> list[list[Scored]]:
     """pipeline.search.beam_search_nbest for a model that `supports`, on fixed shapes (module docstring)."""
     n, k, dev = src.size(0), beam, src.device
-    max_len = _max_lengths(model, src, max_len_a, max_len_b)
+    max_len = max_lengths(model, src, max_len_a, max_len_b)
     steps = int(max_len.max()) + 1  # the last one may only end
     memory = model.reorder_memory(model.encode(src), torch.arange(n, device=dev).repeat_interleave(k))
     with _no_autocast_cache():
@@ -128,14 +128,14 @@ def beam_search_static(model, src: Tensor, *, nbest: int, beam: int, max_len_a: 
             step.position.fill_(t - 1)
             logits = run()
             at_limit = t > max_len  # [n]
-            cand = scores.unsqueeze(-1) + _log_probs(logits, at_limit.repeat_interleave(k)).view(n, k, -1)
+            cand = scores.unsqueeze(-1) + log_probs(logits, at_limit.repeat_interleave(k)).view(n, k, -1)
             vocab = cand.size(-1)
             top, flat = cand.view(n, -1).topk(min(2 * k, k * vocab), dim=1)
             from_beam, token = flat // vocab, flat % vocab
             top = top.masked_fill(~active.unsqueeze(1), float("-inf"))  # done sentences take nothing more
-            n_finished += _collect_finished(finished, sentences, tokens, top, from_beam, token,
+            n_finished += collect_finished(finished, sentences, tokens, top, from_beam, token,
                                             length_divisor(length, t, alpha))
-            scores, from_beam, token = _next_beams(top, from_beam, token, k)
+            scores, from_beam, token = next_beams(top, from_beam, token, k)
             active = active & ~at_limit & torch.isfinite(scores).any(1) & (n_finished < k)
             if not bool(active.any()):
                 break

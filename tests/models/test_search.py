@@ -13,7 +13,8 @@ from pipeline.data.vocab import BOS, EOS
 from pipeline.ensemble import Ensemble
 from pipeline.errors import PipelineError
 from pipeline.models.seq2seq import SHARED, Seq2Seq
-from pipeline.search import beam_search, beam_search_nbest, greedy, length_divisor, length_penalty_factor
+from pipeline.beam import length_divisor, length_penalty_factor
+from pipeline.search import beam_search, beam_search_nbest, greedy
 
 torch.set_num_threads(1)
 
