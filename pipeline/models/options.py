@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Mapping
 
 from pipeline.errors import PipelineError
+from pipeline.registry import Registry
 
 PARTS = ("model", "encoder", "decoder")
 
@@ -90,18 +91,19 @@ class DecoderOptions:
         """PipelineError naming the option when the encoder's memory entries do not fit (beyond their presence)."""
 
 
-ENCODER_OPTIONS: dict[str, type[EncoderOptions]] = {}
-DECODER_OPTIONS: dict[str, type[DecoderOptions]] = {}
+ENCODER_OPTIONS: Registry = Registry("encoder options", same=lambda old, new: old is new,
+                                    discover=lambda: load_option_modules())
+DECODER_OPTIONS: Registry = Registry("decoder options", same=lambda old, new: old is new,
+                                    discover=lambda: load_option_modules())
 
 
-def _register(table: dict, what: str, base: type, name: str):
+def _register(table: Registry, what: str, base: type, name: str):
     def decorator(cls):
         if not (dataclasses.is_dataclass(cls) and issubclass(cls, base)):
             raise TypeError(f"{what} options '{name}': {cls.__name__} must be a dataclass derived from "
                             f"{base.__name__}")
-        if name in table and table[name] is not cls:
-            raise ValueError(f"{what} options '{name}' registered twice: {table[name].__name__} and {cls.__name__}")
-        table[name] = cls
+        where = f"{table[name].__name__} and {cls.__name__}" if name in table else ""
+        table.add(name, cls, where)
         return cls
     return decorator
 

@@ -6,28 +6,14 @@ defined (@register_encoder / @register_decoder): a new kind is a new file, not a
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from typing import Any, Mapping
 
 import torch
 from torch import Tensor, nn
 
-import pipeline.models as package
 from pipeline.errors import PipelineError
 from pipeline.models.options import ModelSpec, validate_model
-from pipeline.models.seq2seq import DECODERS, ENCODERS, EncoderDecoder
-
-_LOADED = False
-
-
-def load_modules() -> None:
-    """Import every module of pipeline.models (each registers its encoder / decoder classes)."""
-    global _LOADED
-    if not _LOADED:
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            importlib.import_module(f"{package.__name__}.{info.name}")
-        _LOADED = True
+from pipeline.models.seq2seq import DECODERS, ENCODERS, EncoderDecoder, load_modules
 
 
 def _component(table: Mapping[str, type], part: str, name: str) -> type:

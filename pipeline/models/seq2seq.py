@@ -2,6 +2,8 @@
 registries, and the composition itself (EncoderDecoder: embeddings, encoder, decoder, output projection)."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Mapping
 
 import torch
@@ -11,6 +13,7 @@ from pipeline.data.vocab import PAD, SPECIALS
 from pipeline.errors import PipelineError
 from pipeline.models.layers import MultiHeadAttention
 from pipeline.models.options import DecoderOptions, EncoderOptions, ModelOptions, ModelSpec
+from pipeline.registry import Registry
 
 SHARED = "shared:"  # prefix of state/memory entries without a batch dimension (the same for every hypothesis)
 
@@ -152,18 +155,29 @@ class Decoder(nn.Module):
         """Initialise what the model-wide default does not fit; nothing by default."""
 
 
-ENCODERS: dict[str, type[Encoder]] = {}
-DECODERS: dict[str, type[Decoder]] = {}
+_LOADED = False
 
 
-def _register(table: dict, base: type, name: str):
+def load_modules() -> None:
+    """Import every module of pipeline.models once (each registers its encoder / decoder classes)."""
+    global _LOADED
+    if not _LOADED:
+        import pipeline.models as package
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+        _LOADED = True
+
+
+ENCODERS: Registry = Registry("encoder", same=lambda old, new: old is new, discover=load_modules)
+DECODERS: Registry = Registry("decoder", same=lambda old, new: old is new, discover=load_modules)
+
+
+def _register(table: Registry, base: type, name: str):
     def decorator(cls):
         if not issubclass(cls, base):
             raise TypeError(f"{base.__name__.lower()} '{name}': {cls.__name__} must derive from {base.__name__}")
-        if name in table and table[name] is not cls:
-            raise ValueError(f"{base.__name__.lower()} '{name}' registered twice: {table[name].__name__} and "
-                             f"{cls.__name__}")
-        table[name] = cls
+        where = f"{table[name].__name__} and {cls.__name__}" if name in table else ""
+        table.add(name, cls, where)
         cls.kind = name
         return cls
     return decorator

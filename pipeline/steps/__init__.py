@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from pipeline.errors import PipelineError
+from pipeline.registry import Registry
 from pipeline.scales import SMOKE_MINUTES, WRITTEN_SCALES
 
 STAGES = ("corpus", "train", "eval", "table")  # dvc.yaml's stage groups (pipeline/dvcgen.py)
@@ -59,7 +60,12 @@ class Step:
         return (self.run.__module__,) + tuple(self.code)
 
 
-STEPS: dict[str, Step] = {}
+def _same_step(old: Step, new: Step) -> bool:
+    """The same function declared again (its module imported twice, e.g. as __main__ and by name)."""
+    return (old.run.__module__, old.run.__qualname__) == (new.run.__module__, new.run.__qualname__)
+
+
+STEPS: Registry = Registry("step", same=_same_step, discover=lambda: load_steps())
 
 
 def register_step(name: str, args: type, *, help: str, rules: tuple[str, ...] = (), stage: str | None = None,
@@ -77,17 +83,14 @@ def register_step(name: str, args: type, *, help: str, rules: tuple[str, ...] = 
     resources["smoke"] = replace(asked, runtime=min(asked.runtime, SMOKE_MINUTES))
 
     def register(fn: Callable) -> Callable:
-        known = STEPS.get(name)
-        if known is not None and (known.run.__module__, known.run.__qualname__) != (fn.__module__, fn.__qualname__):
-            raise PipelineError(f"step {name!r}: registered by {known.run.__module__} and by {fn.__module__}; "
-                                f"expected one step per name")
-        STEPS[name] = Step(name, args, fn, help, tuple(rules), stage, tuple(code), resources)
+        where = f"by {STEPS[name].run.__module__} and by {fn.__module__}" if name in STEPS else ""
+        STEPS.add(name, Step(name, args, fn, help, tuple(rules), stage, tuple(code), resources), where)
         return fn
 
     return register
 
 
-def load_steps() -> dict[str, Step]:
+def load_steps() -> Registry:
     """Every registered step: the shared step modules and every paper's package."""
     for module in STEP_MODULES:
         importlib.import_module(module)

@@ -164,6 +164,20 @@ def test_a_new_encoder_kind_pairs_with_an_existing_decoder(bag_of_words):
     with pytest.raises(PipelineError, match="reads memory entry 'rec', which encoder 'test-bow' does not write"):
         build_model({**spec, "decoder": "recurrence"}, V_SRC, V_TGT)
 
+
+def test_a_kind_name_is_registered_once(bag_of_words):
+    from pipeline.models.options import EncoderOptions, register_encoder_options
+    from pipeline.models.seq2seq import Encoder, register_encoder
+
+    register_encoder("test-bow")(bag_of_words)   # the same class again (its module imported twice) is no clash
+    with pytest.raises(PipelineError, match=r"encoder 'test-bow': registered twice \(BowEncoder and Other\); "
+                                            r"expected one encoder per name"):
+        register_encoder("test-bow")(type("Other", (Encoder,), {}))
+    with pytest.raises(PipelineError, match=r"encoder options 'test-bow': registered twice \(BowOptions and Other\)"):
+        register_encoder_options("test-bow")(dataclasses.make_dataclass("Other", [], bases=(EncoderOptions,)))
+    with pytest.raises(PipelineError, match=r"unknown encoder 'test-bwo' \(did you mean 'test-bow'\?\)"):
+        ENCODERS.lookup("test-bwo")
+
 # ---- embeddings ---------------------------------------------------------------------------------------------------
 
 def test_three_tables_by_default_tying_and_sharing():

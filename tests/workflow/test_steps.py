@@ -130,7 +130,8 @@ def test_a_step_name_is_declared_once():
     class Nothing:
         pass
 
-    with pytest.raises(PipelineError, match="registered by"):
+    with pytest.raises(PipelineError, match=r"step 'translate': registered twice \(by pipeline\.steps\.decoding and by "
+                                            r"test_steps\); expected one step per name"):
         register_step("translate", Nothing, help="another translate")(lambda args: None)
     with pytest.raises(PipelineError, match="one per scale"):
         register_step("x-step", Nothing, help="x", resources={"tiny": Resources()})
