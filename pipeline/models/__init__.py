@@ -20,5 +20,5 @@ def __getattr__(name: str):
     import importlib
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     if name in ("ENCODERS", "DECODERS"):  # complete only once every module has registered its kinds
-        importlib.import_module("pipeline.models.seq2seq").load_modules()
+        value.every()
     return value
