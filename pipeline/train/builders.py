@@ -1,6 +1,7 @@
 """What a recipe names: its optimizer, learning-rate schedule, batches and loss denominator."""
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Sequence
 
@@ -11,13 +12,34 @@ from pipeline.errors import PipelineError
 from pipeline.recipe import Recipe
 
 
+def _undecorated(name: str):
+    """torch.optim.Adam's method `name` without the decorators that mark it for torch.compile."""
+    return inspect.unwrap(getattr(torch.optim.Adam, name))
+
+
+class EagerAdam(torch.optim.Adam):
+    """torch's Adam, its methods called without their torch.compile markers: those import torch._dynamo on first
+    use, 1.5 s of every training job's start, and nothing here runs an optimizer under torch.compile. The same
+    code computes the same bits (tests/train/test_train_builders.py)."""
+
+    add_param_group = _undecorated("add_param_group")
+    zero_grad = _undecorated("zero_grad")
+    state_dict = _undecorated("state_dict")
+    load_state_dict = _undecorated("load_state_dict")
+    _eager_step = _undecorated("step")
+
+    def step(self, closure=None):
+        with torch.no_grad():  # what step's decorator does besides marking graph breaks
+            return self._eager_step(closure)
+
+
 def build_optimizer(params, recipe: Recipe) -> torch.optim.Optimizer:
     """The optimizer a recipe names, at lr = recipe.lr (the scheduler sets each update's rate)."""
     if recipe.optimizer == "adam":
         # fused: one kernel per tensor on CPU and GPU; on the CPU its square root is the processor's exact one,
         # where the per-tensor and foreach updates call MKL's, whose last bit differs between processors
         # (benchmarks/cross_isa.py)
-        return torch.optim.Adam(params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps, fused=True)
+        return EagerAdam(params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps, fused=True)
     # the dl4mt-style RNN recipes (paper scale): rho 0.95, eps 1e-6, lr 1.0; on the CPU its update takes MKL's square
     # root, so unlike Adam's its bits are not the same on every processor (no tiny recipe uses it)
     if recipe.optimizer == "adadelta":
