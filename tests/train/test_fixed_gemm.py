@@ -34,7 +34,8 @@ def test_sums_run_in_the_order_of_k_with_one_rounding_per_step():
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 5, 3), (6, 256, 16), (13, 300, 37), (100, 513, 33),
-                                   (97, 20, 2100), (12, 0, 5)])
+                                   (97, 20, 2100), (12, 0, 5), (1, 16, 23), (2, 23, 16), (3, 9, 40), (4, 64, 8),
+                                   (5, 31, 17)])  # edge tiles of 1 to 5 rows
 def test_every_shape_and_layout_gives_the_reference_bits(m, k, n):
     g = torch.Generator().manual_seed(m * 1000 + k * 10 + n)
     a, b, c = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(m, n, generator=g)
