@@ -139,8 +139,6 @@ def test_sgd_and_adam_follow_the_recipe():
     assert adam.defaults["betas"] == (0.9, 0.997) and adam.defaults["eps"] == 1e-8 and adam.defaults["lr"] == 3e-4
 
 
-
-
 def test_the_recipes_adam_is_torchs_adam_bit_for_bit_and_its_checkpoint_state_the_same():
     recipe = Recipe(lr=1e-2, batch_size=8, max_steps=6, adam_betas=(0.9, 0.98), adam_eps=1e-8)
     torch.manual_seed(5)
