@@ -12,25 +12,22 @@ from pipeline.errors import PipelineError
 from pipeline.recipe import Recipe
 
 
-def _undecorated(name: str):
-    """torch.optim.Adam's method `name` without the decorators that mark it for torch.compile."""
-    return inspect.unwrap(getattr(torch.optim.Adam, name))
-
-
-class EagerAdam(torch.optim.Adam):
-    """torch's Adam, its methods called without their torch.compile markers: those import torch._dynamo on first
-    use, 1.5 s of every training job's start, and nothing here runs an optimizer under torch.compile. The same
-    code computes the same bits (tests/train/test_train_builders.py)."""
-
-    add_param_group = _undecorated("add_param_group")
-    zero_grad = _undecorated("zero_grad")
-    state_dict = _undecorated("state_dict")
-    load_state_dict = _undecorated("load_state_dict")
-    _eager_step = _undecorated("step")
+def _eager(optimizer: type[torch.optim.Optimizer]) -> type[torch.optim.Optimizer]:
+    """`optimizer` with its methods called without their torch.compile markers: those import torch._dynamo on first
+    use, 1.5 s of every training job's start, and nothing here runs an optimizer under torch.compile. The same code
+    computes the same bits (tests/train/test_train_builders.py)."""
+    plain_step = inspect.unwrap(optimizer.step)
 
     def step(self, closure=None):
         with torch.no_grad():  # what step's decorator does besides marking graph breaks
-            return self._eager_step(closure)
+            return plain_step(self, closure)
+
+    methods = {name: inspect.unwrap(getattr(optimizer, name))
+               for name in ("add_param_group", "zero_grad", "state_dict", "load_state_dict")}
+    return type(optimizer.__name__, (optimizer,), {**methods, "step": step, "__module__": __name__})
+
+
+Adam, Adadelta, SGD = _eager(torch.optim.Adam), _eager(torch.optim.Adadelta), _eager(torch.optim.SGD)
 
 
 def build_optimizer(params, recipe: Recipe) -> torch.optim.Optimizer:
@@ -39,13 +36,13 @@ def build_optimizer(params, recipe: Recipe) -> torch.optim.Optimizer:
         # fused: one kernel per tensor on CPU and GPU; on the CPU its square root is the processor's exact one,
         # where the per-tensor and foreach updates call MKL's, whose last bit differs between processors
         # (benchmarks/cross_isa.py)
-        return EagerAdam(params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps, fused=True)
+        return Adam(params, lr=recipe.lr, betas=recipe.adam_betas, eps=recipe.adam_eps, fused=True)
     # the dl4mt-style RNN recipes (paper scale): rho 0.95, eps 1e-6, lr 1.0; on the CPU its update takes MKL's square
     # root, so unlike Adam's its bits are not the same on every processor (no tiny recipe uses it)
     if recipe.optimizer == "adadelta":
-        return torch.optim.Adadelta(params, lr=recipe.lr, rho=recipe.adadelta_rho, eps=recipe.adadelta_eps)
+        return Adadelta(params, lr=recipe.lr, rho=recipe.adadelta_rho, eps=recipe.adadelta_eps)
     if recipe.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=recipe.lr, momentum=recipe.sgd_momentum)
+        return SGD(params, lr=recipe.lr, momentum=recipe.sgd_momentum)
     raise PipelineError(f"recipe.optimizer: got {recipe.optimizer!r}; expected adam, adadelta or sgd")
 
 
