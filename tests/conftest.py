@@ -27,6 +27,27 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (item.get_closest_marker("slow") is None, not item.path.name.endswith(WHOLE_BUILDS)))
 
 
+def _slurm_controller_up() -> bool:
+    """Whether the controller tests/cluster/start-slurm.sh starts is running (its pid file names a live slurmctld)."""
+    pid_file = Path(os.environ.get("SLURM_LOCAL_DIR", "/tmp/slurm-local")) / "run/slurmctld.pid"
+    try:
+        return Path(f"/proc/{int(pid_file.read_text())}/comm").read_text().strip() == "slurmctld"
+    except (OSError, ValueError):
+        return False
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the main process (xdist's controller, or the only one)
+        config.slurm_was_up = _slurm_controller_up()
+
+
+def pytest_unconfigure(config):
+    """The Slurm cluster a test started (tests/workflow/test_slurm.py) stays up until every test process is done, and
+    is stopped here; one that was up before the session is left up."""
+    if not hasattr(config, "workerinput") and not config.slurm_was_up and _slurm_controller_up():
+        subprocess.run(["bash", str(ROOT / "tests/cluster/stop-slurm.sh")], capture_output=True, timeout=120)
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT

@@ -3,6 +3,7 @@
 Needs root and Debian's slurm-wlm/munge (tests/cluster/start-slurm.sh installs them). Runs whenever CI=true.
 """
 import copy
+import fcntl
 import json
 import os
 import re
@@ -20,23 +21,24 @@ from workspace import (ROOT, TABLE, TOY_HAO2019, env, make_workspace, project_pa
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 CLUSTER = ROOT / "tests" / "cluster"
+CLUSTER_LOCK = "/tmp/nmt-repro-slurm-start.lock"
 
 
 @pytest.fixture(scope="module")
 def slurm_cluster():
-    """Start (installing if needed) the single-node cluster; stop it afterwards if we started it."""
+    """Start (installing if needed) the single-node cluster. It stays up until the session ends (tests/conftest.py
+    stops it there if the session started it): Snakemake asks `scontrol show config` at every start, which waits 9 s
+    where Slurm's tools are installed and its controller is down."""
     if os.geteuid() != 0:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but not root: the local Slurm cluster needs root (apt-get, daemons)")
         pytest.skip("needs root to install and start slurmctld/slurmd/munged; runs in CI (CI=true)")
     if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
         pytest.fail("neither slurmctld nor apt-get found: cannot set up the Slurm cluster")
-    already = subprocess.run(["sinfo", "-h"], capture_output=True).returncode == 0 if shutil.which("sinfo") else False
-    proc = subprocess.run(["bash", str(CLUSTER / "start-slurm.sh")], capture_output=True, text=True, timeout=900)
+    with open(CLUSTER_LOCK, "w") as lock:  # one test process installs and starts it; the others then find it up
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(["bash", str(CLUSTER / "start-slurm.sh")], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    yield
-    if not already:
-        subprocess.run(["bash", str(CLUSTER / "stop-slurm.sh")], capture_output=True, timeout=120)
 
 
 def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster, monkeypatch):
