@@ -1,9 +1,12 @@
 """Shared test set-up: single-threaded torch (2-core machines), the repository root, toy workspaces."""
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+import slurm_local
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -27,25 +30,27 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (item.get_closest_marker("slow") is None, not item.path.name.endswith(WHOLE_BUILDS)))
 
 
-def _slurm_controller_up() -> bool:
-    """Whether the controller tests/cluster/start-slurm.sh starts is running (its pid file names a live slurmctld)."""
-    pid_file = Path(os.environ.get("SLURM_LOCAL_DIR", "/tmp/slurm-local")) / "run/slurmctld.pid"
-    try:
-        return Path(f"/proc/{int(pid_file.read_text())}/comm").read_text().strip() == "slurmctld"
-    except (OSError, ValueError):
-        return False
-
-
 def pytest_configure(config):
-    if not hasattr(config, "workerinput"):  # the main process (xdist's controller, or the only one)
-        config.slurm_was_up = _slurm_controller_up()
+    """Where Slurm is installed, the main process (xdist's controller, or the only one) brings the tests' cluster up
+    in the background: Snakemake's Slurm plugin asks the controller at every start, and waits 9 s while it is down."""
+    if hasattr(config, "workerinput"):
+        return
+    config.slurm_was_up = slurm_local.controller_up()
+    config.slurm_start = None
+    if not config.slurm_was_up and os.geteuid() == 0 and shutil.which("scontrol") and shutil.which("slurmctld"):
+        config.slurm_start = subprocess.Popen(slurm_local.start_command(), stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL)
 
 
 def pytest_unconfigure(config):
-    """The Slurm cluster a test started (tests/workflow/test_slurm.py) stays up until every test process is done, and
-    is stopped here; one that was up before the session is left up."""
-    if not hasattr(config, "workerinput") and not config.slurm_was_up and _slurm_controller_up():
-        subprocess.run(["bash", str(ROOT / "tests/cluster/stop-slurm.sh")], capture_output=True, timeout=120)
+    """The cluster the session started (here or in tests/workflow/test_slurm.py) stays up until every test process is
+    done, and is stopped here; one that was up before the session is left up."""
+    if hasattr(config, "workerinput"):
+        return
+    if config.slurm_start is not None:
+        config.slurm_start.wait(timeout=900)
+    if not config.slurm_was_up and slurm_local.controller_up():
+        slurm_local.stop()
 
 
 @pytest.fixture
