@@ -8,8 +8,9 @@ START_LOCK = "/tmp/nmt-repro-slurm-start.lock"   # one process installs and star
 
 
 def start_command() -> list[str]:
-    """start-slurm.sh under the start lock (util-linux flock): idempotent, about 1 s when the cluster is installed."""
-    return ["flock", START_LOCK, "bash", str(SCRIPTS / "start-slurm.sh")]
+    """start-slurm.sh under the start lock (util-linux flock), idempotent, about 1 s when the cluster is installed. The
+    script does not get the lock's descriptor (--close): the daemons it starts would hold the lock as long as they run."""
+    return ["flock", "--close", START_LOCK, "bash", str(SCRIPTS / "start-slurm.sh")]
 
 
 def controller_up() -> bool:
