@@ -8,8 +8,8 @@ START_LOCK = "/tmp/nmt-repro-slurm-start.lock"   # one process installs and star
 
 
 def start_command() -> list[str]:
-    """start-slurm.sh under the start lock (util-linux flock), idempotent, about 1 s when the cluster is installed. The
-    script does not get the lock's descriptor (--close): the daemons it starts would hold the lock as long as they run."""
+    """start-slurm.sh under the start lock (util-linux flock), idempotent, about 1 s when the cluster is installed.
+    The script gets no descriptor of the lock (--close): the daemons it starts would hold the lock while they run."""
     return ["flock", "--close", START_LOCK, "bash", str(SCRIPTS / "start-slurm.sh")]
 
 
