@@ -23,9 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 @pytest.fixture(scope="module")
 def slurm_cluster():
-    """Start (installing if needed) the single-node cluster. It stays up until the session ends (tests/conftest.py
-    stops it there if the session started it): Snakemake asks `scontrol show config` at every start, which waits 9 s
-    where Slurm's tools are installed and its controller is down."""
+    """Start (installing if needed) the single-node cluster; it stays up until the session ends (tests/conftest.py)."""
     if os.geteuid() != 0:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but not root: the local Slurm cluster needs root (apt-get, daemons)")
@@ -64,33 +62,33 @@ def test_slurm_profile_builds_table_with_gpu_requests(tmp_path, slurm_cluster, m
         assert env["cuda_visible_devices"] == gpus, (exp, env)
 
 
+MODEL, SUMMARY = "artifacts/tiny/models/ende-base/model.pt", "artifacts/tiny/models/ende-base/train.json"
+STOP = r"ende-base: stopped by SIGTERM at step (\d+)/\d+: checkpoint \S+ holds every update \(0 updates lost\)"
+
+
+def _steps_per_second(ws) -> float:
+    """The speed ende-base's last training in this workspace had (its train.json)."""
+    return json.loads((ws / SUMMARY).read_text())["steps_per_s"]
+
+
 def _train_steps_per_second(*workspaces) -> float:
     """Toy training's speed on this machine now, shared as the sliced and one-go runs will share it: 1000 updates of
-    ende-base in every workspace at once through the local profile (runs and models removed afterwards; 400 updates
-    gave 0.6x the steady rate); the mean."""
+    ende-base in every workspace at once through the local profile (400 updates gave 0.6x the steady rate); the
+    mean."""
     paper = copy.deepcopy(TOY_HAO2019)
     paper["recipes"]["toy"].update(max_steps=1000, checkpoint_every=1000, valid_every=1000)
     for ws in workspaces:
         write_params(ws, toy_params(), {"hao2019": paper})
-    builds = [subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local",
-                                "artifacts/tiny/models/ende-base/model.pt"], cwd=ws, env=env(),
+    builds = [subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local", MODEL], cwd=ws, env=env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for ws in workspaces]
     assert [build.wait(timeout=600) for build in builds] == [0] * len(builds)
-    speeds = [json.loads((ws / "artifacts/tiny/models/ende-base/train.json").read_text())["steps_per_s"]
-              for ws in workspaces]
-    for ws in workspaces:
-        for done in ("runs", "models", "curves"):
-            shutil.rmtree(ws / "artifacts/tiny" / done / "ende-base")
+    speeds = [_steps_per_second(ws) for ws in workspaces]
     return sum(speeds) / len(speeds)
-
-
-STOP = r"ende-base: stopped by SIGTERM at step (\d+)/\d+: checkpoint \S+ holds every update \(0 updates lost\)"
 
 
 def _train_sliced_and_whole(sliced, whole, shared, paper, steps: int) -> tuple[subprocess.CompletedProcess, list[str]]:
     """ende-base trained for `steps` updates in both workspaces at once: through Slurm in 1-minute jobs, and in one
     go through the local profile; the Snakemake run through Slurm and its jobs' logs (time slices), in order."""
-    model = "artifacts/tiny/models/ende-base/model.pt"
     logs = sliced / ".snakemake/slurm_logs/rule_train/ende-base"
     for done in [logs] + [ws / "artifacts/tiny" / kind / "ende-base" for ws in (sliced, whole)
                           for kind in ("runs", "models", "curves")]:
@@ -100,12 +98,12 @@ def _train_sliced_and_whole(sliced, whole, shared, paper, steps: int) -> tuple[s
     paper["recipes"]["toy"]["resources"]["runtime"] = 30
     for ws in (sliced, whole):
         write_params(ws, shared, {"hao2019": paper})
-    one_go = subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local", model], cwd=whole, env=env(),
+    one_go = subprocess.Popen(["snakemake", "--profile", "workflows/profiles/local", MODEL], cwd=whole, env=env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # the plugin deletes a successful job's log once it sees it completed (racy: not when the job leaves squeue
         # first); kept here, so the last slice's log is always there to read
-        proc = run(["timeout", "-s", "KILL", "1500", "snakemake", model, "--profile", "slurm",
+        proc = run(["timeout", "-s", "KILL", "1500", "snakemake", MODEL, "--profile", "slurm",
                     "--slurm-keep-successful-logs"], sliced, timeout=1600)
     finally:
         assert one_go.wait(timeout=1500) == 0
@@ -119,7 +117,6 @@ def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_pa
     from that checkpoint, until the run is done; its weights are bitwise those of the same run trained in one go."""
     paper, shared = copy.deepcopy(TOY_HAO2019), toy_params(max_job_minutes=1)
     sliced, whole = (make_workspace(tmp_path / name, shared, {"hao2019": paper}) for name in ("sliced", "whole"))
-    model = "artifacts/tiny/models/ende-base/model.pt"
     for ws in (sliced, whole):
         run(["snakemake", "--profile", "workflows/profiles/local", "artifacts/tiny/data/en-de/ready"], ws)
     # 3 or more slices of 60-90 s (Slurm enforces a limit at its next periodic check), even if the run goes 2.2x the
@@ -130,8 +127,7 @@ def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_pa
     if not any(re.search(STOP, text) for text in texts):
         # the run went faster still (4.2x once) and fit in one job: nothing was sliced. Both again, for about 200 s at
         # the speed the sliced run had
-        speed = json.loads((sliced / "artifacts/tiny/models/ende-base/train.json").read_text())["steps_per_s"]
-        steps = max(2 * steps, round(speed * 200 / 500) * 500)
+        steps = max(2 * steps, round(_steps_per_second(sliced) * 200 / 500) * 500)
         proc, texts = _train_sliced_and_whole(sliced, whole, shared, paper, steps)
     # one Slurm log per job (time slice), in order. A slice that was training when its limit's SIGTERM came (a job
     # under 10 minutes is not warned before) wrote a checkpoint after the update in hand within Slurm's KillWait and
@@ -150,12 +146,12 @@ def test_a_run_longer_than_a_job_trains_in_time_slices_bitwise_as_one_run(tmp_pa
             assert resumed, text   # it trained: from the checkpoint, not from scratch
         assert all(step in (last, steps) for step in resumed), (last, text)
         last = next((int(step) for step in re.findall(STOP, text)), last)
-    summary = json.loads((sliced / "artifacts/tiny/models/ende-base/train.json").read_text())
+    summary = json.loads((sliced / SUMMARY).read_text())
     # the last job resumed where the slice before it stopped, or (stopped after writing the outputs) at the end,
     # then only wrote them again: a retry never trains a finished run afresh
     assert summary["steps"] == steps and summary["resumed_from_step"] in (stops[-1], steps)
     assert summary["environment"]["slurm_job_id"]
-    a, b = (torch.load(ws / model, weights_only=True)["weights"] for ws in (sliced, whole))
+    a, b = (torch.load(ws / MODEL, weights_only=True)["weights"] for ws in (sliced, whole))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
