@@ -41,7 +41,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("params", ("pipeline.config",)),
     ("report", ("pipeline.report",)),
     ("papers", ("pipeline.papers",)),
-    ("steps", ("pipeline.steps.*", "pipeline.dvcgen", "pipeline.dvc_stage", "pipeline.planning")),
+    ("steps", ("pipeline.steps.*", "pipeline.code_facts", "pipeline.dvcgen", "pipeline.dvc_stage",
+               "pipeline.planning")),
     ("command line", ("pipeline.cli", "pipeline.__main__")),
 )
 

@@ -8,6 +8,7 @@ import sys
 
 from pipeline import cpu_math
 from pipeline.code_deps import file_digests
+from pipeline.code_facts import CodeFacts
 from pipeline.config import SCALES, parse_params, read_paper_files
 from pipeline.errors import PipelineError
 from pipeline.paths import Paths
@@ -26,6 +27,8 @@ R = P.root  # artifacts/<scale>: tiny and paper runs never mix
 RESULTS = f"results/{P.scale}"  # results/<scale>/<paper>/: the committed tiny tables beside a paper-scale build
 PATHS = Paths(R)
 STEPS = load_steps()
+# which files each model and layout is built from, kept between starts (finding them imports torch and matplotlib)
+CODE_FACTS = CodeFacts(os.path.join(".snakemake", "code-facts.json"))
 
 
 @functools.cache
@@ -39,15 +42,13 @@ def step_code(step):
 
 def table_code(table):
     """step_code of the table step with the hashes of the code of the table's layout (its paper's module)."""
-    from pipeline.code_deps import code_files
-    from pipeline.report.layouts import load_papers
-    return {**step_code("table"), **file_digests(code_files([load_papers()[P.tables[table].layout].function]))}
+    return {**step_code("table"), **file_digests(CODE_FACTS.layout_files(P.tables[table].layout))}
 
 
 def system_code(step, system):
     """step_code with the hashes of the code the system's models are built from (a job that runs them)."""
-    from pipeline.models.registry import model_code
-    return {**step_code(step), **file_digests({f for m in P.members(system) for f in model_code(P.model_spec(m))})}
+    return {**step_code(step),
+            **file_digests({f for m in P.members(system) for f in CODE_FACTS.model_files(P.model_spec(m))})}
 
 
 def alternatives(names):

@@ -1,9 +1,6 @@
 # One trained system per experiment. Checkpoints live in runs/<exp> (not an output), so a killed or
 # preempted job resumes when rerun; the outputs are the kept model, the run summary and the learning curves.
 
-
-from pipeline.steps.training import weights_code
-
 # the learning curves of every run, collected by `dvc plots show` (see dvc.yaml)
 from pipeline.evaluate.curves import CURVES
 from pipeline.data.token_store import STORE_SUFFIXES
@@ -33,7 +30,7 @@ def train_spec(wildcards):
 def code_of(wildcards):
     """The hashes of the code that defines the weights (the trainer's and the model's files): an edit reruns the job
     (the params trigger), whose run key then differs, so it trains afresh."""
-    return weights_code(P.model_spec(wildcards.exp))
+    return file_digests(CODE_FACTS.weights_files(P.model_spec(wildcards.exp)))
 
 
 def launcher(wildcards, resources):

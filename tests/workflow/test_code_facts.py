@@ -1,0 +1,111 @@
+"""pipeline/code_facts.py: the files each model and layout is built from, kept between Snakemake starts, are what
+importing finds, are read back without torch or matplotlib, and are found again after any edit under pipeline/."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.code_deps import code_files
+from pipeline.code_facts import CodeFacts, sources_digest
+from pipeline.config import load_params
+from pipeline.models.registry import model_code
+from pipeline.report.layouts import load_papers
+from pipeline.steps.training import weights_files
+from workspace import ROOT, env
+
+
+def every_model_and_layout():
+    """The model spec of every experiment at every scale (one per encoder-decoder pair) and every layout."""
+    specs, layouts = {}, set()
+    for scale in ("tiny", "paper"):
+        params = load_params(ROOT / "params.yaml", scale=scale)
+        for exp in params.experiments:
+            spec = params.model_spec(exp)
+            specs[(spec["encoder"], spec["decoder"])] = spec
+        layouts |= {table.layout for table in params.tables.values()}
+    return list(specs.values()), sorted(layouts)
+
+
+ASK = """
+import json, sys
+from pipeline.code_facts import CodeFacts
+facts, (specs, layouts) = CodeFacts(sys.argv[1]), json.loads(sys.argv[2])
+answer = {"models": [facts.model_files(spec) for spec in specs],
+          "weights": [facts.weights_files(spec) for spec in specs],
+          "layouts": [facts.layout_files(layout) for layout in layouts]}
+print(json.dumps({"answer": answer, "heavy": sorted({"torch", "matplotlib"} & set(sys.modules))}))
+"""
+
+
+def ask(kept, specs, layouts) -> dict:
+    """What a fresh process's CodeFacts(kept) answers, and which of torch and matplotlib it imported for it."""
+    proc = subprocess.run([sys.executable, "-c", ASK, str(kept), json.dumps([specs, layouts])], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_kept_facts_are_what_importing_finds_and_read_back_without_torch_or_matplotlib(tmp_path):
+    specs, layouts = every_model_and_layout()
+    assert len(specs) >= 8 and len(layouts) >= 20
+    kept = tmp_path / "code-facts.json"
+    first = ask(kept, specs, layouts)
+    assert first["answer"] == {"models": [sorted(model_code(spec)) for spec in specs],
+                               "weights": [sorted(weights_files(spec)) for spec in specs],
+                               "layouts": [code_files([load_papers()[layout].function]) for layout in layouts]}
+    assert first["heavy"] == ["matplotlib", "torch"]   # finding them imports both
+    models, weights = first["answer"]["models"], first["answer"]["weights"]
+    assert all(set(model) < set(whole) for model, whole in zip(models, weights))
+    assert ask(kept, specs, layouts) == {"answer": first["answer"], "heavy": []}
+
+
+def test_a_stale_foreign_or_broken_file_is_found_again_and_rewritten(tmp_path):
+    kept = tmp_path / "code-facts.json"
+    calls = []
+
+    def find():
+        calls.append(1)
+        return ["pipeline/b.py", "pipeline/a.py"]
+
+    for text in (json.dumps({"sources": "an older digest", "facts": {"k": ["pipeline/old.py"]}}),
+                 json.dumps(["not", "ours"]), "{broken"):
+        kept.write_text(text)
+        assert CodeFacts(kept).files("k", find) == ["pipeline/a.py", "pipeline/b.py"]
+        assert json.loads(kept.read_text()) == {"sources": sources_digest(), "facts": {"k": ["pipeline/a.py",
+                                                                                         "pipeline/b.py"]}}
+    assert len(calls) == 3
+    assert CodeFacts(kept).files("k", lambda: pytest.fail("found again although kept")) == ["pipeline/a.py",
+                                                                                            "pipeline/b.py"]
+
+
+def test_two_processes_keep_what_each_found(tmp_path):
+    kept = tmp_path / "code-facts.json"
+    first, second = CodeFacts(kept), CodeFacts(kept)   # both start before either writes
+    first.files("one", lambda: ["pipeline/one.py"])
+    second.files("two", lambda: ["pipeline/two.py"])
+    assert json.loads(kept.read_text())["facts"] == {"one": ["pipeline/one.py"], "two": ["pipeline/two.py"]}
+
+
+def test_a_folder_it_cannot_write_only_costs_the_finding(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    kept = tmp_path / "a-file" / "code-facts.json"   # under a file: not writable, even by root
+    assert CodeFacts(kept).files("k", lambda: ["pipeline/k.py"]) == ["pipeline/k.py"]
+    assert (tmp_path / "a-file").read_text() == "" and sorted(tmp_path.iterdir()) == [tmp_path / "a-file"]
+
+
+def test_any_source_edit_under_the_package_changes_the_digest(tmp_path):
+    copy = tmp_path / "pipeline"
+    shutil.copytree(ROOT / "pipeline", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    digests = [sources_digest(copy)]
+    assert digests[0] == sources_digest()           # the names are relative to the package: a clone's is the same
+    (copy / "notes.txt").write_text("not a source")
+    digests.append(sources_digest(copy))
+    with open(copy / "models" / "transformer.py", "a") as handle:
+        handle.write("\n")
+    digests.append(sources_digest(copy))
+    (copy / "models" / "transformer.py").rename(copy / "models" / "transformer2.py")
+    digests.append(sources_digest(copy))
+    (copy / "new_kernel.c").write_text("int f(void) { return 0; }\n")
+    digests.append(sources_digest(copy))
+    assert digests[0] == digests[1] and len(set(digests[1:])) == 4
