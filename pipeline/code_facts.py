@@ -1,9 +1,10 @@
-"""Which files a model or a table layout is built from, remembered between Snakemake starts.
+"""Which files each step, model and table layout runs, remembered between Snakemake starts.
 
-Finding them imports every model module (torch) or every layout module (matplotlib): 1.7 s of a 4.7 s Snakemake
-start, at every start, and `dvc repro` starts Snakemake once per stage, a Slurm job once more. The answers depend on
-the pipeline's own code only, so they are kept in one file keyed by the digest of every source under pipeline/: an
-edit there forgets them all, and a missing, stale or unreadable file is only a slower start.
+Finding them reads the code of every step (pipeline/code_deps.py parses each module it reaches) and imports every
+model module (torch) and layout module (matplotlib): 2.8 s of a 4.7 s Snakemake start, at every start, and `dvc
+repro` starts Snakemake once per stage, a Slurm job once more. The answers depend on the pipeline's own code only, so
+they are kept in one file keyed by the digest of every source under pipeline/: an edit there forgets them all, and a
+missing, stale or unreadable file is only a slower start.
 """
 from __future__ import annotations
 
@@ -53,6 +54,13 @@ class CodeFacts:
             except OSError:  # a read-only working copy: found again at the next start
                 pass
         return list(self.facts[key])
+
+    def step_files(self, step: str) -> list[str]:
+        """pipeline.steps.step_files([step]): the files a step's code runs."""
+        def find():
+            from pipeline.steps import step_files
+            return step_files([step])
+        return self.files(f"step {step}", find)
 
     def model_files(self, spec: dict) -> list[str]:
         """pipeline.models.registry.model_code(spec): the files a model of this spec is built from."""

@@ -1,5 +1,6 @@
-"""pipeline/code_facts.py: the files each model and layout is built from, kept between Snakemake starts, are what
-importing finds, are read back without torch or matplotlib, and are found again after any edit under pipeline/."""
+"""pipeline/code_facts.py: the files each step, model and layout runs, kept between Snakemake starts, are what reading
+and importing the code finds, are read back without torch or matplotlib, and are found again after any edit under
+pipeline/."""
 import json
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pipeline.code_facts import CodeFacts, sources_digest
 from pipeline.config import load_params
 from pipeline.models.registry import model_code
 from pipeline.report.layouts import load_papers
+from pipeline.steps import load_steps, step_files
 from pipeline.steps.training import weights_files
 from workspace import ROOT, env
 
@@ -30,34 +32,39 @@ def every_model_and_layout():
 
 ASK = """
 import json, sys
+from pipeline.code_deps import _tree
 from pipeline.code_facts import CodeFacts
-facts, (specs, layouts) = CodeFacts(sys.argv[1]), json.loads(sys.argv[2])
-answer = {"models": [facts.model_files(spec) for spec in specs],
+facts, (steps, specs, layouts) = CodeFacts(sys.argv[1]), json.loads(sys.argv[2])
+answer = {"steps": [facts.step_files(step) for step in steps],
+          "models": [facts.model_files(spec) for spec in specs],
           "weights": [facts.weights_files(spec) for spec in specs],
           "layouts": [facts.layout_files(layout) for layout in layouts]}
-print(json.dumps({"answer": answer, "heavy": sorted({"torch", "matplotlib"} & set(sys.modules))}))
+print(json.dumps({"answer": answer, "heavy": sorted({"torch", "matplotlib"} & set(sys.modules)),
+                  "parsed": _tree.cache_info().currsize}))
 """
 
 
-def ask(kept, specs, layouts) -> dict:
-    """What a fresh process's CodeFacts(kept) answers, and which of torch and matplotlib it imported for it."""
-    proc = subprocess.run([sys.executable, "-c", ASK, str(kept), json.dumps([specs, layouts])], cwd=ROOT, env=env(),
-                          capture_output=True, text=True, check=True)
+def ask(kept, steps, specs, layouts) -> dict:
+    """What a fresh process's CodeFacts(kept) answers, which of torch and matplotlib it imported for it, and how many
+    files it parsed."""
+    proc = subprocess.run([sys.executable, "-c", ASK, str(kept), json.dumps([steps, specs, layouts])], cwd=ROOT,
+                          env=env(), capture_output=True, text=True, check=True)
     return json.loads(proc.stdout)
 
 
 def test_kept_facts_are_what_importing_finds_and_read_back_without_torch_or_matplotlib(tmp_path):
-    specs, layouts = every_model_and_layout()
+    steps, (specs, layouts) = sorted(load_steps()), every_model_and_layout()
     assert len(specs) >= 8 and len(layouts) >= 20
     kept = tmp_path / "code-facts.json"
-    first = ask(kept, specs, layouts)
-    assert first["answer"] == {"models": [sorted(model_code(spec)) for spec in specs],
+    first = ask(kept, steps, specs, layouts)
+    assert first["answer"] == {"steps": [step_files([step]) for step in steps],
+                               "models": [sorted(model_code(spec)) for spec in specs],
                                "weights": [sorted(weights_files(spec)) for spec in specs],
                                "layouts": [code_files([load_papers()[layout].function]) for layout in layouts]}
-    assert first["heavy"] == ["matplotlib", "torch"]   # finding them imports both
+    assert first["heavy"] == ["matplotlib", "torch"] and first["parsed"] > 100   # finding them imports and parses
     models, weights = first["answer"]["models"], first["answer"]["weights"]
     assert all(set(model) < set(whole) for model, whole in zip(models, weights))
-    assert ask(kept, specs, layouts) == {"answer": first["answer"], "heavy": []}
+    assert ask(kept, steps, specs, layouts) == {"answer": first["answer"], "heavy": [], "parsed": 0}
 
 
 def test_a_stale_foreign_or_broken_file_is_found_again_and_rewritten(tmp_path):

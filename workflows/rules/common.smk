@@ -12,7 +12,7 @@ from pipeline.code_facts import CodeFacts
 from pipeline.config import SCALES, parse_params, read_paper_files
 from pipeline.errors import PipelineError
 from pipeline.paths import Paths
-from pipeline.steps import load_steps, step_files
+from pipeline.steps import load_steps
 
 try:
     P = parse_params(config, source="params.yaml (with --config overrides)", papers=read_paper_files())
@@ -27,7 +27,7 @@ R = P.root  # artifacts/<scale>: tiny and paper runs never mix
 RESULTS = f"results/{P.scale}"  # results/<scale>/<paper>/: the committed tiny tables beside a paper-scale build
 PATHS = Paths(R)
 STEPS = load_steps()
-# which files each model and layout is built from, kept between starts (finding them imports torch and matplotlib)
+# which files each step, model and layout runs, kept between starts (finding them parses the code, imports torch)
 CODE_FACTS = CodeFacts(os.path.join(".snakemake", "code-facts.json"))
 
 
@@ -37,7 +37,7 @@ def step_code(step):
     an edit reruns the step's jobs (Snakemake's params trigger) and `plan` names the file. Decoding, scoring,
     combinations, significance, analyses and tables carry it, and training its own (train.smk); the corpus steps do
     not (our choice: a corpus rebuilt to the same bytes is newer, and would retrain every system downstream)."""
-    return file_digests(step_files([step]))
+    return file_digests(CODE_FACTS.step_files(step))
 
 
 def table_code(table):
