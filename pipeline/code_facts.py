@@ -3,8 +3,9 @@
 Finding them reads the code of every step (pipeline/code_deps.py parses each module it reaches) and imports every
 model module (torch) and layout module (matplotlib): 2.8 s of a 4.7 s Snakemake start, at every start, and `dvc
 repro` starts Snakemake once per stage, a Slurm job once more. The answers depend on the pipeline's own code only, so
-they are kept in one file keyed by the digest of every source under pipeline/: an edit there forgets them all, and a
-missing, stale or unreadable file is only a slower start.
+they are kept under the digest of every source under pipeline/, one file per digest in the user's cache (shared by
+every working copy, like pipeline/fixed_gemm.py's compiled kernels): an edit there starts a new file, and a missing,
+stale or unreadable file is only a slower start.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Callable
 
 from pipeline.code_deps import PACKAGE
 from pipeline.fileio import write_json
+from pipeline.fixed_gemm import _cache_dir
 
 SOURCES = ("*.py", "*.c", "*.cpp")
+KEEP = 64  # the source states whose facts are kept (some 30 KB each); the least recently written go first
 
 
 def sources_digest(package: Path = PACKAGE) -> str:
@@ -28,12 +31,12 @@ def sources_digest(package: Path = PACKAGE) -> str:
 
 
 class CodeFacts:
-    """{key: list of repository files} kept in `path` for the current sources; `files(key, find)` answers from it or
-    calls find() and writes the answer through (atomically, with what other Snakemake processes wrote meanwhile)."""
+    """{key: list of repository files} kept in `folder` for the current sources; `files(key, find)` answers from it or
+    calls find() and writes the answer through (atomically, with what other processes wrote meanwhile)."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    def __init__(self, folder: str | Path | None = None):
         self.sources = sources_digest()
+        self.path = Path(folder or _cache_dir()) / f"code-facts-{self.sources[:16]}.json"
         self.facts = self._kept()
 
     def _kept(self) -> dict[str, list[str]]:
@@ -51,7 +54,10 @@ class CodeFacts:
             self.facts = {**self._kept(), **self.facts, key: sorted(find())}  # with what other processes found
             try:
                 write_json(self.path, {"sources": self.sources, "facts": self.facts})
-            except OSError:  # a read-only working copy: found again at the next start
+                kept = sorted(self.path.parent.glob("code-facts-*.json"), key=lambda path: path.stat().st_mtime)
+                for old in kept[:-KEEP]:
+                    old.unlink(missing_ok=True)
+            except OSError:  # a cache it cannot write, or a file another process removed: found again next time
                 pass
         return list(self.facts[key])
 

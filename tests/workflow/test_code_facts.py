@@ -2,6 +2,7 @@
 and importing the code finds, are read back without torch or matplotlib, and are found again after any edit under
 pipeline/."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import sys
 import pytest
 
 from pipeline.code_deps import code_files
-from pipeline.code_facts import CodeFacts, sources_digest
+from pipeline.code_facts import KEEP, CodeFacts, sources_digest
 from pipeline.config import load_params
 from pipeline.models.registry import model_code
 from pipeline.report.layouts import load_papers
@@ -55,7 +56,7 @@ def ask(kept, steps, specs, layouts) -> dict:
 def test_kept_facts_are_what_importing_finds_and_read_back_without_torch_or_matplotlib(tmp_path):
     steps, (specs, layouts) = sorted(load_steps()), every_model_and_layout()
     assert len(specs) >= 8 and len(layouts) >= 20
-    kept = tmp_path / "code-facts.json"
+    kept = tmp_path / "cache"
     first = ask(kept, steps, specs, layouts)
     assert first["answer"] == {"steps": [step_files([step]) for step in steps],
                                "models": [sorted(model_code(spec)) for spec in specs],
@@ -67,37 +68,49 @@ def test_kept_facts_are_what_importing_finds_and_read_back_without_torch_or_matp
     assert ask(kept, steps, specs, layouts) == {"answer": first["answer"], "heavy": [], "parsed": 0}
 
 
-def test_a_stale_foreign_or_broken_file_is_found_again_and_rewritten(tmp_path):
-    kept = tmp_path / "code-facts.json"
+def test_a_foreign_or_broken_file_is_found_again_and_rewritten(tmp_path):
+    path = CodeFacts(tmp_path).path
+    assert path == tmp_path / f"code-facts-{sources_digest()[:16]}.json"
     calls = []
 
     def find():
         calls.append(1)
         return ["pipeline/b.py", "pipeline/a.py"]
 
-    for text in (json.dumps({"sources": "an older digest", "facts": {"k": ["pipeline/old.py"]}}),
+    for text in (json.dumps({"sources": "another digest", "facts": {"k": ["pipeline/old.py"]}}),
                  json.dumps(["not", "ours"]), "{broken"):
-        kept.write_text(text)
-        assert CodeFacts(kept).files("k", find) == ["pipeline/a.py", "pipeline/b.py"]
-        assert json.loads(kept.read_text()) == {"sources": sources_digest(), "facts": {"k": ["pipeline/a.py",
-                                                                                         "pipeline/b.py"]}}
+        path.write_text(text)
+        assert CodeFacts(tmp_path).files("k", find) == ["pipeline/a.py", "pipeline/b.py"]
+        assert json.loads(path.read_text()) == {"sources": sources_digest(),
+                                                "facts": {"k": ["pipeline/a.py", "pipeline/b.py"]}}
     assert len(calls) == 3
-    assert CodeFacts(kept).files("k", lambda: pytest.fail("found again although kept")) == ["pipeline/a.py",
-                                                                                            "pipeline/b.py"]
+    kept = CodeFacts(tmp_path).files("k", lambda: pytest.fail("found again although kept"))
+    assert kept == ["pipeline/a.py", "pipeline/b.py"]
 
 
 def test_two_processes_keep_what_each_found(tmp_path):
-    kept = tmp_path / "code-facts.json"
-    first, second = CodeFacts(kept), CodeFacts(kept)   # both start before either writes
+    first, second = CodeFacts(tmp_path), CodeFacts(tmp_path)   # both start before either writes
     first.files("one", lambda: ["pipeline/one.py"])
     second.files("two", lambda: ["pipeline/two.py"])
-    assert json.loads(kept.read_text())["facts"] == {"one": ["pipeline/one.py"], "two": ["pipeline/two.py"]}
+    assert json.loads(first.path.read_text())["facts"] == {"one": ["pipeline/one.py"], "two": ["pipeline/two.py"]}
 
 
-def test_a_folder_it_cannot_write_only_costs_the_finding(tmp_path):
+def test_the_cache_keeps_the_most_recent_source_states(tmp_path):
+    older = [tmp_path / f"code-facts-{i:016x}.json" for i in range(KEEP + 5)]
+    for age, path in enumerate(older, start=1):
+        path.write_text("{}")
+        os.utime(path, (1e9 - age, 1e9 - age))   # older[0] the most recent of them
+    (tmp_path / "fixed_gemm-abc.so").write_text("")   # the kernels' cache beside it is not touched
+    facts = CodeFacts(tmp_path)
+    facts.files("k", lambda: ["pipeline/k.py"])
+    assert sorted(tmp_path.glob("code-facts-*.json")) == sorted([facts.path, *older[:KEEP - 1]])
+    assert (tmp_path / "fixed_gemm-abc.so").exists()
+
+
+def test_a_cache_it_cannot_write_only_costs_the_finding(tmp_path):
     (tmp_path / "a-file").write_text("")
-    kept = tmp_path / "a-file" / "code-facts.json"   # under a file: not writable, even by root
-    assert CodeFacts(kept).files("k", lambda: ["pipeline/k.py"]) == ["pipeline/k.py"]
+    facts = CodeFacts(tmp_path / "a-file")   # a folder under a file: not writable, even by root
+    assert facts.files("k", lambda: ["pipeline/k.py"]) == ["pipeline/k.py"]
     assert (tmp_path / "a-file").read_text() == "" and sorted(tmp_path.iterdir()) == [tmp_path / "a-file"]
 
 

@@ -28,7 +28,7 @@ RESULTS = f"results/{P.scale}"  # results/<scale>/<paper>/: the committed tiny t
 PATHS = Paths(R)
 STEPS = load_steps()
 # which files each step, model and layout runs, kept between starts (finding them parses the code, imports torch)
-CODE_FACTS = CodeFacts(os.path.join(".snakemake", "code-facts.json"))
+CODE_FACTS = CodeFacts()
 
 
 @functools.cache
