@@ -20,8 +20,9 @@ for seed in $SEEDS; do   # interleaved, so that both sides see the same machine
     || { tail -30 "$OUT/peer-$seed.log"; exit 1; }
   grep -E '^[a-z_]+=' "$OUT/peer-$seed.log" | tee "$OUT/peer-$seed.txt"
   echo "== ours, seed $seed ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
-  "$PY" "$HERE/nmt_speed.py" --updates "$UPDATES" --threads "$THREADS" --seed "$seed" --work "$OUT/ours-$seed" \
-    2> "$OUT/ours-$seed.log" | tee "$OUT/ours-$seed.txt"
+  # float32 as fairseq's side: `auto` takes bfloat16 where the CPU has it (an AMD EPYC Zen 4 does)
+  "$PY" "$HERE/nmt_speed.py" --updates "$UPDATES" --threads "$THREADS" --seed "$seed" --precision float32 \
+    --work "$OUT/ours-$seed" 2> "$OUT/ours-$seed.log" | tee "$OUT/ours-$seed.txt"
 done
 "$PY" - "$OUT" $SEEDS <<'PY'
 import json, math, re, statistics, sys
