@@ -1,4 +1,4 @@
-"""What both beam searches share (pipeline.search's eager one, pipeline.static_search's fixed-shape one): output
+"""What both beam searches share (pipeline.beam_search's eager one, pipeline.static_search's fixed-shape one): output
 length limits, the step's log-probabilities, length treatments and the ranking of a step's candidates."""
 from __future__ import annotations
 

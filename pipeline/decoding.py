@@ -37,6 +37,6 @@ class Decoding:
         require(self.max_len_b >= 0, "max_len_b", f"an integer >= 0 ({limit})", self.max_len_b)
 
     def search(self) -> dict:
-        """The keyword arguments of pipeline.search's beam search (and translate_nbest's) these settings give."""
+        """The keyword arguments of pipeline.beam_search's beam search (and translate_nbest's) these settings give."""
         return {"beam": self.beam, "length": self.length, "alpha": self.length_penalty,
                 "max_len_a": self.max_len_a, "max_len_b": self.max_len_b}

@@ -1,5 +1,6 @@
-"""Batched beam search (n-best lists, three length treatments) and greedy decoding over the Seq2Seq incremental
-interface (any model family, or an ensemble of them: pipeline.ensemble)."""
+"""Greedy decoding over the Seq2Seq incremental interface (the trainer's validation BLEU) and the inference mode every
+decoder runs in; beam search is pipeline.beam_search, which no trainer imports (a beam-search edit trains nothing
+afresh: pipeline/steps/training.py's weights_files)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,10 +9,8 @@ from typing import TYPE_CHECKING, Iterator
 import torch
 from torch import Tensor
 
-from pipeline import static_search
-from pipeline.beam import Scored, collect_finished, length_divisor, log_probs, max_lengths, next_beams
+from pipeline.beam import log_probs, max_lengths
 from pipeline.data.vocab import BOS, EOS, PAD
-from pipeline.errors import PipelineError
 
 if TYPE_CHECKING:
     from pipeline.models import Seq2Seq
@@ -52,70 +51,3 @@ def greedy(model: Seq2Seq, src: Tensor, *, max_len_a: float = 1.2, max_len_b: in
             if bool(done.all()):
                 break
         return [_strip(row) for row in tokens[:, 1:].tolist()]
-
-
-def beam_search_nbest(model: Seq2Seq, src: Tensor, *, nbest: int = 1, beam: int = 4, max_len_a: float = 1.2,
-                      max_len_b: int = 10, length: str = "penalty", alpha: float = 0.6) -> list[list[Scored]]:
-    """Up to `nbest` finished hypotheses per sentence of src [B,S], best first, as (score, tokens without BOS/EOS).
-
-    Each step ranks the 2K best extensions of a sentence's K beams by raw log-probability; an EOS among the first
-    K ranks finishes a hypothesis, scored log p / length_divisor(length, tokens + EOS, alpha); the first K others
-    continue. A sentence stops once it has K finished hypotheses or reaches its length limit (EOS forced); it then
-    leaves the batch (fairseq-like). Ties keep the order of finishing. A sentence where nothing could finish (every
-    EOS impossible) gets [(-inf, [])].
-    """
-    if beam < 1:
-        raise PipelineError(f"beam size must be >= 1, got {beam}")
-    if not 1 <= nbest <= beam:
-        raise PipelineError(f"nbest must be between 1 and the beam size {beam}, got {nbest}")
-    length_divisor(length, 1, alpha)  # validates `length` before any work
-    if src.size(0) == 0:
-        return []
-    from pipeline import speedups
-    if speedups.enabled("static_search", src) and static_search.supports(model):
-        with inference(model):
-            return static_search.beam_search_static(model, src, nbest=nbest, beam=beam, max_len_a=max_len_a,
-                                                    max_len_b=max_len_b, length=length, alpha=alpha)
-    with inference(model):
-        n, k, dev = src.size(0), beam, src.device
-        max_len = max_lengths(model, src, max_len_a, max_len_b)
-        memory = model.reorder_memory(model.encode(src), torch.arange(n, device=dev).repeat_interleave(k))
-        tokens = torch.full((n * k, 1), BOS, dtype=torch.long, device=dev)
-        scores = torch.full((n, k), float("-inf"), device=dev)
-        scores[:, 0] = 0.0  # one live beam at the start
-        active = torch.arange(n, device=dev)  # sentence of each live row group
-        n_finished = torch.zeros(n, dtype=torch.long, device=dev)
-        finished: list[list[Scored]] = [[] for _ in range(n)]
-        state, step = None, 0
-        while active.numel():
-            step += 1
-            logits, state = model.decode_step(tokens, memory, state)
-            m = active.numel()
-            at_limit = step > max_len[active]  # [m]
-            cand = scores.unsqueeze(-1) + log_probs(logits, at_limit.repeat_interleave(k)).view(m, k, -1)  # [m,K,V]
-            vocab = cand.size(-1)
-            top, flat = cand.view(m, -1).topk(min(2 * k, k * vocab), dim=1)  # [m,2K]
-            from_beam, token = flat // vocab, flat % vocab
-            # every hypothesis finishing now has step - 1 words + EOS
-            n_finished[active] += collect_finished(finished, active, tokens, top, from_beam, token,
-                                                    length_divisor(length, step, alpha))
-            scores, from_beam, token = next_beams(top, from_beam, token, k)
-            open_ = ~at_limit & torch.isfinite(scores).any(1) & (n_finished[active] < k)  # not done, not stuck
-            keep = open_.nonzero().squeeze(1)
-            if keep.numel() == 0:
-                break
-            rows = (keep.unsqueeze(1) * k + from_beam[keep]).view(-1)  # surviving beams, finished sentences out
-            tokens = torch.cat([tokens[rows], token[keep].view(-1, 1)], dim=1)
-            scores, active = scores[keep], active[keep]
-            state = model.reorder_state(state, rows)
-            if keep.numel() < m:
-                memory = model.reorder_memory(memory, (keep.unsqueeze(1) * k + torch.arange(k, device=dev)).view(-1))
-        # stable sort: among equal scores the first finished stays first (as max() picked it before)
-        return [sorted(hyps, key=lambda h: -h[0])[:nbest] if hyps else [(float("-inf"), [])] for hyps in finished]
-
-
-def beam_search(model: Seq2Seq, src: Tensor, *, beam: int = 4, max_len_a: float = 1.2, max_len_b: int = 10,
-                length: str = "penalty", alpha: float = 0.6) -> list[list[int]]:
-    """Best hypothesis per sentence of src [B,S] (tokens without BOS/EOS); see beam_search_nbest."""
-    return [hyps[0][1] for hyps in beam_search_nbest(model, src, nbest=1, beam=beam, max_len_a=max_len_a,
-                                                     max_len_b=max_len_b, length=length, alpha=alpha)]

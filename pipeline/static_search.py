@@ -1,7 +1,7 @@
 """Beam search for the plain Transformer with fixed shapes (the static_search speed-up, pipeline/speedups.py): the
 decoder step reads a preallocated key/value cache, takes its position and the beams' back-pointers as device
 tensors and is captured once per batch as a CUDA graph, so that a step costs one graph launch and the beam
-bookkeeping instead of ~300 kernel launches from Python. The same search as pipeline.search.beam_search_nbest:
+bookkeeping instead of ~300 kernel launches from Python. The same search as pipeline.beam_search.beam_search_nbest:
 same ranking, finishing and length treatment; sentences that are done stay in the batch, ignored, instead of
 leaving it (fixed shapes), so the hypotheses are those of the eager search up to the rounding of batch-size
 dependent kernels. On the CPU (tests) the same step runs without a graph.
@@ -107,7 +107,7 @@ def _no_autocast_cache():
 
 def beam_search_static(model, src: Tensor, *, nbest: int, beam: int, max_len_a: float, max_len_b: int,
                        length: str, alpha: float) -> list[list[Scored]]:
-    """pipeline.search.beam_search_nbest for a model that `supports`, on fixed shapes (module docstring)."""
+    """pipeline.beam_search.beam_search_nbest for a model that `supports`, on fixed shapes (module docstring)."""
     n, k, dev = src.size(0), beam, src.device
     max_len = max_lengths(model, src, max_len_a, max_len_b)
     steps = int(max_len.max()) + 1  # the last one may only end

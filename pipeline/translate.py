@@ -36,14 +36,15 @@ def translate_nbest(model, src_vocab, tgt_vocab, lines: list[str], *, nbest: int
     """Up to `nbest` (score, text) per line, best first, by batched beam search; input order, BPE left in place.
 
     Sources are encoded as in training (tokens + EOS, pipeline.data.batching.encode_source), batched by length;
-    each batch src [B,S] goes to pipeline.search.beam_search_nbest on the model's device (length, alpha: its
+    each batch src [B,S] goes to pipeline.beam_search.beam_search_nbest on the model's device (length, alpha: its
     length treatment), at `precision` (pipeline.precision; the model's training precision); ids -> text by
     tgt_vocab.decode. Write the lists with pipeline.fileio.write_nbest.
     """
     from tqdm import tqdm
 
+    from pipeline.beam_search import beam_search_nbest
     from pipeline.precision import autocast
-    from pipeline.search import beam_search_nbest, inference
+    from pipeline.search import inference
 
     if batch_size < 1:
         raise PipelineError(f"batch_size must be >= 1, got {batch_size}")

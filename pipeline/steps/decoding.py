@@ -54,7 +54,7 @@ class TranslateArgs:
 
 
 @register_step("translate", TranslateArgs, rules=("translate", "nbest_decode"), stage="eval", resources=MODEL_RESOURCES,
-               code=("pipeline.translate", "pipeline.search", "pipeline.ensemble", "pipeline.checkpoint"),
+               code=("pipeline.translate", "pipeline.beam_search", "pipeline.ensemble", "pipeline.checkpoint"),
                help="beam-search a subword file, then remove BPE and detokenise")
 def translate(args: TranslateArgs) -> None:
     from pipeline.data.subword import remove_bpe

@@ -11,7 +11,7 @@ from pipeline.ensemble import Ensemble
 from pipeline.errors import PipelineError
 from pipeline.models.registry import build_model
 from pipeline.rerank import prepare_candidates, rerank_choice, sentence_log_probs
-from pipeline.search import beam_search_nbest
+from pipeline.beam_search import beam_search_nbest
 
 V_SRC, V_TGT = 11, 13
 SHU = {"encoder": "birnn", "cell": "lstm", "decoder": "lstm_attention", "embed": 6, "hidden": 5, "attention_dim": 4,

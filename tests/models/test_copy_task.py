@@ -10,7 +10,7 @@ from pipeline.data.batching import encode_source, make_batch, pad
 from pipeline.data.synthetic import synthetic_pairs
 from pipeline.data.vocab import PAD, Vocab
 from pipeline.models import DECODERS, ENCODERS, build_model
-from pipeline.search import beam_search
+from pipeline.beam_search import beam_search
 
 torch.set_num_threads(1)
 

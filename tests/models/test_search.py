@@ -14,7 +14,8 @@ from pipeline.ensemble import Ensemble
 from pipeline.errors import PipelineError
 from pipeline.models.seq2seq import SHARED, Seq2Seq
 from pipeline.beam import length_divisor, length_penalty_factor
-from pipeline.search import beam_search, beam_search_nbest, greedy
+from pipeline.beam_search import beam_search, beam_search_nbest
+from pipeline.search import greedy
 
 torch.set_num_threads(1)
 
@@ -241,6 +242,38 @@ def test_pruned_beam_search_with_cached_state_equals_recomputation(name):
     # a random model on which the search really differs from greedy
     model = first_model(name, lambda m: beam_search(m, src, **kwargs) != greedy(m, src, max_len_a=1.0, max_len_b=5))
     assert beam_search(model, src, **kwargs) == beam_search(Recompute(model), src, **kwargs)
+
+
+class RowCounter(Seq2Seq):
+    """The wrapped model, recording the rows of every decoder step and of the memory each step reads."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.rows = model, []
+
+    def encode(self, src):
+        return self.model.encode(src)
+
+    def decode_step(self, prev_tokens, memory, state):
+        self.rows.append((prev_tokens.size(0), memory["enc"].size(0)))
+        return self.model.decode_step(prev_tokens, memory, state)
+
+    def reorder_state(self, state, order):
+        return self.model.reorder_state(state, order)
+
+
+@pytest.mark.parametrize("name", ARCHS)
+def test_first_step_runs_once_per_sentence_then_once_per_beam(name):
+    """Every beam of a sentence starts from BOS: step 1 (and the projections of memory it caches) runs on one row per
+    sentence, later steps on K rows per live sentence; the hypotheses are those of the cached-state search checked
+    against recomputation above."""
+    model = make(name, vocab=13, seed=5)
+    src = sources(13, lengths=(4, 2, 6, 3))
+    counter = RowCounter(model)
+    assert beam_search(counter, src, beam=3, max_len_b=4) == beam_search(Recompute(model), src, beam=3, max_len_b=4)
+    assert counter.rows[0] == (4, 4)
+    assert counter.rows[1] == (12, 12)
+    assert all(rows % 3 == 0 and rows == memory for rows, memory in counter.rows[1:])
 
 
 @pytest.mark.parametrize("name", ARCHS)

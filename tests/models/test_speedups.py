@@ -99,7 +99,7 @@ def test_compiled_layers_compute_the_same_function():
 
 def test_fused_projections_leave_beam_search_unchanged():
     """float32 hypotheses and scores of the same model with and without the incremental fused projections."""
-    from pipeline.search import beam_search_nbest
+    from pipeline.beam_search import beam_search_nbest
     from model_variants import sources
     model = make("transformer")
     src = sources(V_SRC)
@@ -115,7 +115,7 @@ def test_static_search_finds_the_eager_search_hypotheses(length, nbest):
     """float32 on the CPU (no graph there): the same n-best lists, scores to rounding, sentences of different
     lengths finishing at different steps."""
     from pipeline import static_search
-    from pipeline.search import beam_search_nbest
+    from pipeline.beam_search import beam_search_nbest
     from model_variants import sources
     model = make("transformer")
     assert static_search.supports(model) and not static_search.supports(make("relpos"))

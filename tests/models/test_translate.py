@@ -13,7 +13,7 @@ from pipeline.data.synthetic import synthetic_pairs
 from pipeline.data.vocab import PAD, Vocab
 from pipeline.errors import PipelineError
 from pipeline.fileio import read_lines, read_nbest, write_nbest
-from pipeline.search import beam_search, beam_search_nbest
+from pipeline.beam_search import beam_search, beam_search_nbest
 from pipeline.translate import length_sorted_chunks, translate_lines, translate_nbest
 
 torch.set_num_threads(1)

@@ -14,6 +14,7 @@ import yaml
 from pipeline.analyses import analyses
 from pipeline.cli import build_parser
 from pipeline.code_deps import code_files
+from pipeline.config import load_params
 from pipeline.errors import PipelineError
 from pipeline.steps import STAGES, Resources, load_steps, register_step, rule_steps, step_files
 from pipeline.steps.arguments import add_arguments, arg, from_namespace
@@ -148,6 +149,21 @@ def test_a_step_depends_on_its_own_function_not_its_neighbours_imports():
     attention = set(code_files([steps["attention"].run]))
     assert "pipeline/papers/zeng2021/speed.py" in speed and "pipeline/papers/zeng2021/speed.py" not in attention
     assert "pipeline/papers/zeng2021/analyses.py" in speed & attention
+
+
+def test_beam_search_is_in_what_decodes_not_in_what_trains():
+    """The trainer validates by greedy decoding (pipeline.search) only: an edit to the beam search decodes every system
+    again and trains none afresh (a system's run key hashes weights_files)."""
+    from pipeline.steps.training import weights_files
+
+    translate = set(step_files(["translate"]))
+    assert {"pipeline/beam_search.py", "pipeline/static_search.py", "pipeline/search.py"} <= translate
+    specs = [params.model_spec(exp) for scale in ("tiny", "paper")
+             for params in [load_params(ROOT / "params.yaml", scale=scale)] for exp in params.experiments]
+    for spec in {(s["encoder"], s["decoder"]): s for s in specs}.values():
+        trains = set(weights_files(spec))
+        assert "pipeline/search.py" in trains, spec
+        assert not trains & {"pipeline/beam_search.py", "pipeline/static_search.py", "pipeline/translate.py"}, spec
 
 
 def test_paper_slugs_appear_in_shared_code_only_in_comments():

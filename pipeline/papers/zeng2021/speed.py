@@ -27,7 +27,7 @@ from pipeline.data.batching import encode_source, pad
 from pipeline.errors import PipelineError, Stopped
 from pipeline.fileio import write_lines
 from pipeline.precision import autocast
-from pipeline.search import beam_search
+from pipeline.beam_search import beam_search
 from pipeline.translate import fit_sources, length_sorted_chunks
 
 CELLS_FORMAT = "nmt-repro-speed-cells/1"  # one JSON line per finished cell: {"format", "key", "row"}

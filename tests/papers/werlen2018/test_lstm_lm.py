@@ -13,7 +13,8 @@ from pipeline.errors import PipelineError
 from pipeline.papers.werlen2018.perplexity import perplexity
 from pipeline.models import build_model, count_parameters
 from pipeline.models.previous_word_summary import zero_first
-from pipeline.search import beam_search, greedy
+from pipeline.beam_search import beam_search
+from pipeline.search import greedy
 
 torch.set_num_threads(1)
 

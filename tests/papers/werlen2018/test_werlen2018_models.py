@@ -185,7 +185,7 @@ def test_beam_search_carries_and_reorders_the_previous_words(variant):
     """The state holds each hypothesis's previous embeddings (or states): the cached search equals a stateless one,
     and a search whose reorder is removed gives other translations."""
     from pipeline.models.seq2seq import index_batch
-    from pipeline.search import beam_search
+    from pipeline.beam_search import beam_search
     src, kwargs = sources(13), dict(beam=3, max_len_a=1.0, max_len_b=5, alpha=0.6)
     for seed in range(10):
         torch.manual_seed(seed)

@@ -6,7 +6,7 @@ import torch
 from pipeline.errors import PipelineError
 from pipeline.models import build_model, count_parameters
 from pipeline.models.ran import GaussianPatterns, PatternAttention, RecurrentPatterns
-from pipeline.search import beam_search
+from pipeline.beam_search import beam_search
 
 torch.set_num_threads(1)
 

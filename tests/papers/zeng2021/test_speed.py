@@ -14,7 +14,7 @@ from pipeline.data.batching import encode_source, pad
 from pipeline.errors import PipelineError, Stopped
 from pipeline.papers.zeng2021.speed import decoding_speed
 from pipeline.models import build_model
-from pipeline.search import beam_search
+from pipeline.beam_search import beam_search
 
 torch.set_num_threads(1)
 
