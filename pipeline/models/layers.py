@@ -103,6 +103,27 @@ def directional_mask(heads: int, q_pos: Tensor, k_pos: Tensor) -> Tensor:
     return torch.where(forward, later, earlier)
 
 
+PENDING_ORDER = "shared:pending_order"  # pipeline.models.seq2seq.SHARED's prefix: no index_batch selects it
+
+
+def append_step(cache: dict[str, Tensor], key: str, new: Tensor) -> Tensor:
+    """cache[key] [B,h,t,d/h] followed by this step's new [B,h,1,d/h] along dim 2, stored back and returned. Where the
+    decoder's reorder_state left cache[PENDING_ORDER] [B] (beam search), the cached rows are selected by it in the
+    same copy: one copy of the cache per step instead of a reorder and then a concatenation."""
+    old = cache.get(key)
+    if old is None:
+        out = new
+    elif PENDING_ORDER not in cache:
+        out = torch.cat([old, new], dim=2)
+    else:
+        t = old.size(2)
+        out = new.new_empty(new.size(0), new.size(1), t + 1, new.size(3))
+        torch.index_select(old, 0, cache[PENDING_ORDER], out=out[:, :, :t])
+        out[:, :, t:] = new
+    cache[key] = out
+    return out
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention (eq. 3) with padding keys masked.
 
@@ -154,13 +175,11 @@ class MultiHeadAttention(nn.Module):
             return self._project(keys, (self.k_proj, self.v_proj))
         if causal:  # incremental self-attention: `keys` is this step's input, appended to the cached ones
             k, v = self._project(keys, (self.k_proj, self.v_proj))
-            if f"{name}.k" in cache:
-                k = torch.cat([cache[f"{name}.k"], k], dim=2)
-                v = torch.cat([cache[f"{name}.v"], v], dim=2)
-        elif f"{name}.k" in cache:  # static keys (encoder states): projected once
+            return append_step(cache, f"{name}.k", k), append_step(cache, f"{name}.v", v)
+        if f"{name}.k" in cache:  # static keys (encoder states): projected once
             return cache[f"{name}.k"], cache[f"{name}.v"]
-        else:  # contiguous, so that every later step's matrix products read them without a copy
-            k, v = (t.contiguous() for t in self._project(keys, (self.k_proj, self.v_proj)))
+        # contiguous, so that every later step's matrix products read them without a copy
+        k, v = (t.contiguous() for t in self._project(keys, (self.k_proj, self.v_proj)))
         cache[f"{name}.k"], cache[f"{name}.v"] = k, v
         return k, v
 
@@ -214,10 +233,7 @@ class MultiHeadAttention(nn.Module):
         if query is keys and (cache is None or causal) and speedups.enabled("fused_qkv", query):
             q, k, v = self._project(query, (self.q_proj, self.k_proj, self.v_proj))  # self-attention: one product
             if cache is not None:  # incremental: this step's keys/values follow the cached ones
-                if f"{name}.k" in cache:
-                    k = torch.cat([cache[f"{name}.k"], k], dim=2)
-                    v = torch.cat([cache[f"{name}.v"], v], dim=2)
-                cache[f"{name}.k"], cache[f"{name}.v"] = k, v
+                k, v = append_step(cache, f"{name}.k", k), append_step(cache, f"{name}.v", v)
             return self._attend(query, q, k, v, pad, causal, cache, position_offset)
         k, v = self._keys_values(keys, causal, cache, name)
         return self._attend(query, self._split(self.q_proj(query)), k, v, pad, causal, cache, position_offset)

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.errors import PipelineError
-from pipeline.models.layers import Dropout, MultiHeadAttention
+from pipeline.models.layers import Dropout, MultiHeadAttention, append_step
 from pipeline.models.ran_options import PatternOptions
 
 
@@ -171,11 +171,7 @@ class PatternAttention(nn.Module):
     def _values(self, keys: Tensor, causal: bool, cache: dict[str, Tensor] | None, name: str) -> Tensor:
         """Projected values [B,h,S,d/h]; incremental causal steps append to cache[name.v]."""
         v = self.v_proj(keys).view(keys.size(0), keys.size(1), self.heads, self.d_head).transpose(1, 2)
-        if cache is not None and causal:
-            if f"{name}.v" in cache:
-                v = torch.cat([cache[f"{name}.v"], v], dim=2)
-            cache[f"{name}.v"] = v
-        return v
+        return append_step(cache, f"{name}.v", v) if cache is not None and causal else v
 
     def weights(self, batch: int, t: int, s: int, pad: Tensor | None, causal: bool, device) -> Tensor:
         """Softmax weights [B,h,T,S] of the last t of s positions (queries) over the s keys, before dropout."""

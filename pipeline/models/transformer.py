@@ -11,10 +11,11 @@ from typing import Mapping
 from torch import Tensor, nn
 
 from pipeline.models.compiled import compiled
-from pipeline.models.layers import Dropout, FeedForward, LayerNorm, MultiHeadAttention, SinusoidalPositions
+from pipeline.models.layers import (PENDING_ORDER, Dropout, FeedForward, LayerNorm, MultiHeadAttention,
+                                    SinusoidalPositions)
 from pipeline.models.ran import TablePatterns, install_patterns, set_attention_dropout, using
 from pipeline.models.ran_options import TABLE_KINDS
-from pipeline.models.seq2seq import SHARED, Decoder, Encoder, register_decoder, register_encoder
+from pipeline.models.seq2seq import SHARED, Decoder, Encoder, index_batch, register_decoder, register_encoder
 from pipeline.models.transformer_options import (TransformerDecoderOptions, TransformerEncoderOptions,
                                                  TransformerSideOptions)
 
@@ -218,4 +219,24 @@ class TransformerDecoder(PatternSide, Decoder):
         with using(self.patterns, state.get(key)):
             for i, layer in enumerate(self.layers):
                 h = layer(h, memory, cache=state, name=f"dec{i}")
+        if state.pop(PENDING_ORDER, None) is not None:  # every self-attention cache has taken its rows
+            stale = [name for name in self._appended(state) if state[name].size(2) != position + 1]
+            if stale:
+                raise RuntimeError(f"decoder step {position}: cache(s) {stale} not appended to (a pending reorder lost)")
         return h[:, 0], state
+
+    def _appended(self, state: dict[str, Tensor]) -> list[str]:
+        """The self-attention caches in `state` (the entries every step appends to: layers.append_step)."""
+        return [name for i in range(len(self.layers)) for name in (f"dec{i}.self.k", f"dec{i}.self.v")
+                if name in state]
+
+    def reorder_state(self, state: dict[str, Tensor] | None, order: Tensor) -> dict[str, Tensor] | None:
+        """Select state entries `order` [N]: the self-attention caches when the next step appends to them (their
+        PENDING_ORDER, composed with any earlier one), the rest now."""
+        if state is None:
+            return None
+        appended = self._appended(state)
+        pending = state.get(PENDING_ORDER)
+        rest = index_batch({k: v for k, v in state.items() if k not in appended and k != PENDING_ORDER}, order)
+        lazy = {name: state[name] for name in appended}
+        return {**rest, **lazy, PENDING_ORDER: order if pending is None else pending.index_select(0, order)}

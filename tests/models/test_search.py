@@ -12,7 +12,8 @@ from model_variants import Recompute, sources
 from pipeline.data.vocab import BOS, EOS
 from pipeline.ensemble import Ensemble
 from pipeline.errors import PipelineError
-from pipeline.models.seq2seq import SHARED, Seq2Seq
+from pipeline.models.layers import PENDING_ORDER
+from pipeline.models.seq2seq import SHARED, Seq2Seq, index_batch
 from pipeline.beam import length_divisor, length_penalty_factor
 from pipeline.beam_search import beam_search, beam_search_nbest
 from pipeline.search import greedy
@@ -274,6 +275,31 @@ def test_first_step_runs_once_per_sentence_then_once_per_beam(name):
     assert counter.rows[0] == (4, 4)
     assert counter.rows[1] == (12, 12)
     assert all(rows % 3 == 0 and rows == memory for rows, memory in counter.rows[1:])
+
+
+@pytest.mark.parametrize("name", ["transformer", "biarn-stack-top"])
+def test_deferred_reorder_of_the_self_attention_caches_equals_reordering_at_once(name):
+    """The decoder's reorder_state leaves the self-attention caches to the next step (PENDING_ORDER, composed over
+    two reorders: beam search's expansion, then its first pruning); that step must see exactly what selecting the
+    rows at once (index_batch) and concatenating gives."""
+    model = make(name, vocab=13, seed=3)
+    src = sources(13, lengths=(4, 2, 6, 3))
+    expand, prune = torch.arange(4).repeat_interleave(3), torch.tensor([2, 0, 0, 5, 4, 4, 8, 7, 6, 11, 9, 9])
+    with torch.no_grad():
+        memory = model.encode(src)
+        logits, state = model.decode_step(torch.full((4, 1), BOS), memory, None)
+        memory = model.reorder_memory(memory, expand)
+        lazy = model.reorder_state(model.reorder_state(state, expand), prune)
+        eager = index_batch(index_batch(state, expand), prune)
+        assert PENDING_ORDER.startswith(SHARED) and PENDING_ORDER in lazy and PENDING_ORDER not in eager
+        tokens = torch.full((12, 2), BOS)
+        tokens[:, 1] = torch.arange(12) % 13
+        lazy_logits, lazy_state = model.decode_step(tokens, memory, lazy)
+        eager_logits, eager_state = model.decode_step(tokens, memory, eager)
+    assert torch.equal(lazy_logits, eager_logits)
+    assert lazy_state.keys() == eager_state.keys() and PENDING_ORDER not in lazy_state
+    assert all(torch.equal(lazy_state[k], eager_state[k]) for k in lazy_state)
+    assert lazy_state["dec0.self.k"].shape[0] == 12 and lazy_state["dec0.self.k"].shape[2] == 2
 
 
 @pytest.mark.parametrize("name", ARCHS)

@@ -179,11 +179,15 @@ def test_beam_search_keeps_the_shared_matrices_and_matches_greedy_scores():
     model = make(enc_self_attn="ran", dec_self_attn="ran")
     src, _ = src_tgt()
     with torch.no_grad():
-        state = model.decode_step(torch.ones(2, 1, dtype=torch.long), model.encode(src), None)[1]
+        memory = model.encode(src)
+        state = model.decode_step(torch.ones(2, 1, dtype=torch.long), memory, None)[1]
         order = torch.tensor([1, 1, 0])
         moved = model.reorder_state(state, order)
         assert moved["shared:dec_patterns"] is state["shared:dec_patterns"]
-        assert torch.equal(moved["dec0.self.v"], state["dec0.self.v"][order])
+        # the cached values take their new rows as the next step appends to them (layers.append_step)
+        after = model.decode_step(torch.ones(3, 2, dtype=torch.long), model.reorder_memory(memory, order), moved)[1]
+        assert torch.equal(after["dec0.self.v"][:, :, :1], state["dec0.self.v"][order])
+        assert after["dec0.self.v"].shape[::2] == (3, 2) and "shared:pending_order" not in after
         hyps = beam_search(model, src, beam=3, max_len_b=4)
     assert len(hyps) == 2 and all(len(h) <= 7 for h in hyps)
 
