@@ -36,6 +36,24 @@ def peak_rss_mb() -> str:
     return "nan"
 
 
+def model_spec(self_attn: str = "dot") -> dict:
+    """The peer's Transformer; self_attn "ran": RAN-ALL on both sides."""
+    spec = {"encoder": "transformer", "decoder": "transformer", "d_model": 256, "ffn_dim": 1024, "heads": 4,
+            "enc_layers": 3, "dec_layers": 3, "dropout": 0.1, "tie_output": True}
+    if self_attn == "ran":
+        spec.update(enc_self_attn="ran", dec_self_attn="ran", ran_max_len=64)
+    return spec
+
+
+def make_recipe(updates: int, seed: int, precision: str):
+    """The peer's training settings (no validation, no checkpoints before the end)."""
+    from pipeline.recipe import Recipe
+
+    return Recipe(lr=1e-3, batch_size=4096, optimizer="adam", adam_betas=(0.9, 0.98), adam_eps=1e-8,
+                  schedule="inverse_sqrt", warmup=100, max_steps=updates, label_smoothing=0.1,
+                  checkpoint_every=10 ** 9, valid_every=10 ** 9, log_every=10, seed=seed, precision=precision)
+
+
 def decode(work: Path, threads: int, beam: int, gen_batch: int) -> None:
     """Beam search over the test set with work/out/model.pt at its training precision; prints key=value lines."""
     import sacrebleu
@@ -86,7 +104,6 @@ def main() -> None:
     from pipeline.data.vocab import Vocab
     from pipeline.fileio import read_lines
     from pipeline.models.registry import build_model
-    from pipeline.recipe import Recipe
     from pipeline.train import fit, seed_everything
 
     torch.set_num_threads(args.threads)
@@ -104,14 +121,7 @@ def main() -> None:
         return ([src_vocab.encode(x) for x in text[f"{split}.src"]],
                 [tgt_vocab.encode(x) for x in text[f"{split}.tgt"]])
 
-    spec = {"encoder": "transformer", "decoder": "transformer", "d_model": 256, "ffn_dim": 1024, "heads": 4,
-            "enc_layers": 3, "dec_layers": 3, "dropout": 0.1, "tie_output": True}
-    if args.self_attn == "ran":
-        spec.update(enc_self_attn="ran", dec_self_attn="ran", ran_max_len=64)
-    recipe = Recipe(lr=1e-3, batch_size=4096, optimizer="adam", adam_betas=(0.9, 0.98), adam_eps=1e-8,
-                    schedule="inverse_sqrt", warmup=100, max_steps=args.updates, label_smoothing=0.1,
-                    checkpoint_every=10 ** 9, valid_every=10 ** 9, log_every=10, seed=args.seed,
-                    precision=args.precision)
+    spec, recipe = model_spec(args.self_attn), make_recipe(args.updates, args.seed, args.precision)
     seed_everything(args.seed)
     model = build_model(spec, len(src_vocab), len(tgt_vocab))
     meta = {"model": spec, "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
