@@ -222,7 +222,8 @@ class TransformerDecoder(PatternSide, Decoder):
         if state.pop(PENDING_ORDER, None) is not None:  # every self-attention cache has taken its rows
             stale = [name for name in self._appended(state) if state[name].size(2) != position + 1]
             if stale:
-                raise RuntimeError(f"decoder step {position}: cache(s) {stale} not appended to (a pending reorder lost)")
+                raise RuntimeError(f"decoder step {position}: cache(s) {stale} not appended to; their pending "
+                                   "reorder would be lost")
         return h[:, 0], state
 
     def _appended(self, state: dict[str, Tensor]) -> list[str]:
