@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 
 def peak_gflops(size: int = 2048, repeats: int = 5) -> float:
@@ -35,12 +34,13 @@ def peak_gflops(size: int = 2048, repeats: int = 5) -> float:
 
 def products(run) -> tuple[float, float, float]:
     """(GFLOP of the matrix products, their seconds, all operators' seconds) of run() under torch.profiler."""
+    from profile_update import GEMMS
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], with_flops=True) as prof:
         run()
     events = prof.key_averages()
-    gemm = [e for e in events if e.key in PRODUCTS]
+    gemm = [e for e in events if e.key in GEMMS]
     return (sum(e.flops for e in gemm) / 1e9, sum(e.self_cpu_time_total for e in gemm) / 1e6,
             sum(e.self_cpu_time_total for e in events) / 1e6)
 
@@ -49,17 +49,15 @@ def training(work: Path, updates: int, seed: int) -> dict[str, float]:
     """The products of `updates` updates of our trainer on the work dir's corpus (after 3 unprofiled ones)."""
     import torch
 
-    from nmt_speed import make_recipe, model_spec
+    from nmt_speed import encoded, make_recipe, model_spec
     from pipeline.data.token_store import Pairs
     from pipeline.data.vocab import Vocab
-    from pipeline.fileio import read_lines
     from pipeline.models.registry import build_model
     from pipeline.train.distributed import Dist
     from pipeline.train.trainer import Trainer
 
     vocabs = {side: Vocab.load(work / f"vocab.{side}") for side in ("src", "tgt")}
-    pairs = {split: Pairs.of(tuple([vocabs[side].encode(x) for x in read_lines(work / "corpus" / f"{split}.{side}")]
-                                   for side in ("src", "tgt")), split) for split in ("train", "valid")}
+    pairs = {split: Pairs.of(encoded(work, split), split) for split in ("train", "valid")}
     spec, recipe = model_spec(), make_recipe(updates + 3, seed, "float32")
     torch.manual_seed(seed)
     model = build_model(spec, len(vocabs["src"]), len(vocabs["tgt"]))
@@ -84,22 +82,14 @@ def training(work: Path, updates: int, seed: int) -> dict[str, float]:
 
 
 def decoding(work: Path) -> dict[str, float]:
-    """The products of beam-4 decoding of the test set in batches of 64 (nmt_speed.py's), after one unprofiled pass."""
-    from pipeline.checkpoint import load_model
-    from pipeline.data.vocab import Vocab
-    from pipeline.fileio import read_lines
-    from pipeline.translate import translate_lines
+    """The products of beam-4 decoding of the test set in batches of 64 (nmt_speed.py's, at the model's training
+    precision), after one unprofiled pass."""
+    from nmt_speed import test_translation
 
-    model, _ = load_model(work / "out" / "model.pt")
-    vocabs = [Vocab.load(work / f"vocab.{side}") for side in ("src", "tgt")]
-    lines = read_lines(work / "corpus" / "test.src")
-
-    def run() -> None:
-        translate_lines(model, *vocabs, lines, beam=4, batch_size=64, progress=False, precision="float32")
-
+    run, refs = test_translation(work, beam=4, gen_batch=64)
     run()
     gflop, gemm_s, ops_s = products(run)
-    return {"gflop": gflop, "sentences": len(lines), "gemm_s": gemm_s, "ops_s": ops_s}
+    return {"gflop": gflop, "sentences": len(refs), "gemm_s": gemm_s, "ops_s": ops_s}
 
 
 def main() -> None:

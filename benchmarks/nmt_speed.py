@@ -54,23 +54,38 @@ def make_recipe(updates: int, seed: int, precision: str):
                   checkpoint_every=10 ** 9, valid_every=10 ** 9, log_every=10, seed=seed, precision=precision)
 
 
-def decode(work: Path, threads: int, beam: int, gen_batch: int) -> None:
-    """Beam search over the test set with work/out/model.pt at its training precision; prints key=value lines."""
-    import sacrebleu
-    import torch
+def encoded(work: Path, split: str) -> tuple[list[list[int]], list[list[int]]]:
+    """A split of work/corpus as ids of work's vocabularies (sources, targets)."""
+    from pipeline.data.vocab import Vocab
+    from pipeline.fileio import read_lines
 
+    return tuple([Vocab.load(work / f"vocab.{side}").encode(x) for x in read_lines(work / "corpus" / f"{split}.{side}")]
+                 for side in ("src", "tgt"))
+
+
+def test_translation(work: Path, beam: int, gen_batch: int):
+    """(a function translating the test set with work/out/model.pt at its training precision, the references)."""
     from pipeline.checkpoint import load_model, trained_precision
     from pipeline.data.vocab import Vocab
     from pipeline.fileio import read_lines
     from pipeline.translate import translate_lines
 
-    torch.set_num_threads(threads)
     model, info = load_model(work / "out" / "model.pt")
     src_vocab, tgt_vocab = Vocab.load(work / "vocab.src"), Vocab.load(work / "vocab.tgt")
     lines, refs = read_lines(work / "corpus" / "test.src"), read_lines(work / "corpus" / "test.tgt")
+    return (lambda: translate_lines(model, src_vocab, tgt_vocab, lines, beam=beam, batch_size=gen_batch,
+                                    progress=False, precision=trained_precision(info))), refs
+
+
+def decode(work: Path, threads: int, beam: int, gen_batch: int) -> None:
+    """Beam search over the test set with work/out/model.pt at its training precision; prints key=value lines."""
+    import sacrebleu
+    import torch
+
+    torch.set_num_threads(threads)
+    translate, refs = test_translation(work, beam, gen_batch)
     began = time.perf_counter()
-    hyps = translate_lines(model, src_vocab, tgt_vocab, lines, beam=beam, batch_size=gen_batch, progress=False,
-                           precision=trained_precision(info))
+    hyps = translate()
     seconds = time.perf_counter() - began
     bleu = sacrebleu.corpus_bleu(hyps, [refs], force=True).score
     print(f"decode_sent_per_s={len(hyps) / seconds:.2f} bleu={bleu:.2f} decode_s={seconds:.1f} "
@@ -117,15 +132,11 @@ def main() -> None:
     src_vocab.save(args.work / "vocab.src")
     tgt_vocab.save(args.work / "vocab.tgt")
 
-    def ids(split: str) -> tuple[list[list[int]], list[list[int]]]:
-        return ([src_vocab.encode(x) for x in text[f"{split}.src"]],
-                [tgt_vocab.encode(x) for x in text[f"{split}.tgt"]])
-
     spec, recipe = model_spec(args.self_attn), make_recipe(args.updates, args.seed, args.precision)
     seed_everything(args.seed)
     model = build_model(spec, len(src_vocab), len(tgt_vocab))
     meta = {"model": spec, "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}
-    summary = fit(model, ids("train"), ids("valid"), recipe, run_dir=args.work / "run",
+    summary = fit(model, encoded(args.work, "train"), encoded(args.work, "valid"), recipe, run_dir=args.work / "run",
                   out_dir=args.work / "out", curves_dir=args.work / "curves", meta=meta, progress=False)
     train_rss = peak_rss_mb()
     # decoding in a process of its own that loads model.pt, as the pipeline's translate step and fairseq-generate do

@@ -16,7 +16,7 @@ from typing import Callable
 
 from pipeline.code_deps import PACKAGE
 from pipeline.fileio import write_json
-from pipeline.fixed_gemm import _cache_dir
+from pipeline.fixed_gemm import cache_dir
 
 SOURCES = ("*.py", "*.c", "*.cpp")
 KEEP = 64  # the source states whose facts are kept (some 30 KB each); the least recently written go first
@@ -36,8 +36,9 @@ class CodeFacts:
 
     def __init__(self, folder: str | Path | None = None):
         self.sources = sources_digest()
-        self.path = Path(folder or _cache_dir()) / f"code-facts-{self.sources[:16]}.json"
+        self.path = Path(folder or cache_dir()) / f"code-facts-{self.sources[:16]}.json"
         self.facts = self._kept()
+        self._pruned = False  # the cache is pruned at this process's first write only
 
     def _kept(self) -> dict[str, list[str]]:
         """The facts the file holds for the current sources ({} if none: missing, stale or not ours)."""
@@ -50,16 +51,23 @@ class CodeFacts:
         return {}
 
     def files(self, key: str, find: Callable[[], list[str]]) -> list[str]:
+        """The kept answer for `key`, or find()'s, written through."""
         if key not in self.facts:
             self.facts = {**self._kept(), **self.facts, key: sorted(find())}  # with what other processes found
             try:
                 write_json(self.path, {"sources": self.sources, "facts": self.facts})
-                kept = sorted(self.path.parent.glob("code-facts-*.json"), key=lambda path: path.stat().st_mtime)
-                for old in kept[:-KEEP]:
-                    old.unlink(missing_ok=True)
+                if not self._pruned:
+                    self._prune()
             except OSError:  # a cache it cannot write, or a file another process removed: found again next time
                 pass
         return list(self.facts[key])
+
+    def _prune(self) -> None:
+        """Keep the KEEP most recently written facts files (other source states) in the cache folder."""
+        self._pruned = True
+        kept = sorted(self.path.parent.glob("code-facts-*.json"), key=lambda path: path.stat().st_mtime)
+        for old in kept[:-KEEP]:
+            old.unlink(missing_ok=True)
 
     def step_files(self, step: str) -> list[str]:
         """pipeline.steps.step_files([step]): the files a step's code runs."""

@@ -27,7 +27,9 @@ KERNEL_FLAGS = ("-O2", "-mavx2", "-mfma", "-ffp-contract=off", "-fPIC")
 _state: dict = {}
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """Where builds of the pipeline's own code are kept between runs: $XDG_CACHE_HOME/nmt-repro or ~/.cache/nmt-repro
+    (this kernel; pipeline/code_facts.py's answers)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nmt-repro"
 
 
@@ -53,7 +55,7 @@ def library_path() -> Path:
 
     key = hashlib.sha256(KERNEL.read_bytes() + REGISTRATION.read_bytes()
                          + " ".join([*KERNEL_FLAGS, torch.__version__]).encode()).hexdigest()[:16]
-    path = _cache_dir() / f"fixed_gemm-{key}.so"
+    path = cache_dir() / f"fixed_gemm-{key}.so"
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)

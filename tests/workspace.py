@@ -79,6 +79,19 @@ def project_params() -> tuple[dict, dict[str, dict]]:
     return shared, papers
 
 
+def every_model_spec() -> list[dict]:
+    """The model spec of one experiment per encoder-decoder pair of params.yaml, over both scales."""
+    from pipeline.config import load_params
+
+    specs = {}
+    for scale in ("tiny", "paper"):
+        params = load_params(ROOT / "params.yaml", scale=scale)
+        for exp in params.experiments:
+            spec = params.model_spec(exp)
+            specs[(spec["encoder"], spec["decoder"])] = spec
+    return list(specs.values())
+
+
 def paper_targets(paper: str, scale: str = "tiny") -> list[str]:
     """results/<scale>/<paper>/<file>.tsv of every table and figure the project's params/<paper>.yaml defines."""
     _, papers = project_params()

@@ -16,19 +16,14 @@ from pipeline.models.registry import model_code
 from pipeline.report.layouts import load_papers
 from pipeline.steps import load_steps, step_files
 from pipeline.steps.training import weights_files
-from workspace import ROOT, env
+from workspace import ROOT, env, every_model_spec
 
 
 def every_model_and_layout():
-    """The model spec of every experiment at every scale (one per encoder-decoder pair) and every layout."""
-    specs, layouts = {}, set()
-    for scale in ("tiny", "paper"):
-        params = load_params(ROOT / "params.yaml", scale=scale)
-        for exp in params.experiments:
-            spec = params.model_spec(exp)
-            specs[(spec["encoder"], spec["decoder"])] = spec
-        layouts |= {table.layout for table in params.tables.values()}
-    return list(specs.values()), sorted(layouts)
+    """The model spec of every encoder-decoder pair at every scale (workspace.every_model_spec) and every layout."""
+    layouts = {table.layout for scale in ("tiny", "paper")
+               for table in load_params(ROOT / "params.yaml", scale=scale).tables.values()}
+    return every_model_spec(), sorted(layouts)
 
 
 ASK = """

@@ -14,11 +14,10 @@ import yaml
 from pipeline.analyses import analyses
 from pipeline.cli import build_parser
 from pipeline.code_deps import code_files
-from pipeline.config import load_params
 from pipeline.errors import PipelineError
 from pipeline.steps import STAGES, Resources, load_steps, register_step, rule_steps, step_files
 from pipeline.steps.arguments import add_arguments, arg, from_namespace
-from workspace import ROOT, env
+from workspace import ROOT, env, every_model_spec
 
 RULE = re.compile(r"^rule (\w+):[^\n]*\n((?:[ \t]+.*\n|\n)*)", re.M)
 STEP_CALL = re.compile(r"python -m pipeline ([a-z][a-z-]*)")
@@ -158,9 +157,7 @@ def test_beam_search_is_in_what_decodes_not_in_what_trains():
 
     translate = set(step_files(["translate"]))
     assert {"pipeline/beam_search.py", "pipeline/static_search.py", "pipeline/search.py"} <= translate
-    specs = [params.model_spec(exp) for scale in ("tiny", "paper")
-             for params in [load_params(ROOT / "params.yaml", scale=scale)] for exp in params.experiments]
-    for spec in {(s["encoder"], s["decoder"]): s for s in specs}.values():
+    for spec in every_model_spec():
         trains = set(weights_files(spec))
         assert "pipeline/search.py" in trains, spec
         assert not trains & {"pipeline/beam_search.py", "pipeline/static_search.py", "pipeline/translate.py"}, spec
