@@ -9,6 +9,7 @@ autograd, Python); then the top operators by self CPU time. The CPU code path is
 scale (portable: the same bits on every x86-64 with AVX2), set before torch loads, as the rules set it.
 
     python benchmarks/profile_update.py [--experiment ende-big] [--updates 20] [--skip 5] [--threads 1]
+                                        [--gemm-width 256]   # portable-fixed's AVX2 kernel where AVX-512 is the default
 """
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--cpu-math", choices=("portable", "portable-fixed", "native"),
                         help="default: params.yaml's at its scale")
+    parser.add_argument("--gemm-width", type=int, choices=(256, 512), default=512,
+                        help="portable-fixed's widest vectors (the same bits at either)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
@@ -77,6 +80,9 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     cpu_math.start()
+    if mode == "portable-fixed":
+        from pipeline import fixed_gemm
+        print(f"gemm_width={fixed_gemm.set_width(args.gemm_width)}")
     exp = params.experiments[args.experiment]
     data = functools.partial(Paths(params.root).data, exp.corpus)   # the train rule's inputs
     stores = {f"{split}.{side}": TokenArray.open(data("bin", f"{split}.{side}"))

@@ -3,7 +3,8 @@
 MKL's products differ in their last bits between processors on every branch but COMPATIBLE, which is 2.5-3.6x
 slower than its AVX2 branch (docs/performance.md (h), (m)). fixed_gemm.c computes each element as one chain of
 fused multiply-adds in the order of k, which IEEE 754 rounds the same way everywhere, at about the speed of MKL's
-AVX2 branch for the tiny models' shapes. fixed_gemm_aten.cpp makes it torch's CPU kernel of aten::mm, addmm, bmm
+AVX2 branch for the tiny models' shapes, or faster in AVX-512's wider vectors where the processor has them (the same
+chains, so the same bits: docs/performance.md (u)). fixed_gemm_aten.cpp makes it torch's CPU kernel of aten::mm, addmm, bmm
 and baddbmm once use() has run, so that every float32 product of the process takes it, those of autograd's
 backward too; other dtypes go on to torch's own kernels. Both are compiled on first use with the machine's
 compilers ($CC, $CXX; default cc, c++) into a cache keyed by the sources, flags and torch version.
@@ -86,6 +87,8 @@ def library() -> ctypes.CDLL:
                                            ptr, i64, i64, ctypes.c_int]
         lib.fixed_gemm_batched.restype = ctypes.c_int
         lib.fixed_gemm_reference.argtypes = [i64, i64, i64, ptr, ptr, ptr, ctypes.c_int]
+        lib.fixed_gemm_set_width.argtypes = [ctypes.c_int]
+        lib.fixed_gemm_tile_columns.argtypes = [i64, i64, i64]
         if not lib.fixed_gemm_supported():
             raise PipelineError("cpu_math portable-fixed computes its matrix products with AVX2 and FMA instructions, "
                                 "which this processor lacks: set cpu_math: native in params.yaml")
@@ -110,6 +113,17 @@ def batched_product(a, b, out=None):
         if status != 0:
             raise MemoryError(f"fixed_gemm: no memory for the packing buffers of a {m}x{k} @ {k}x{n} product")
     return out
+
+
+def set_width(bits: int) -> int:
+    """Compute products with vectors of at most `bits` (256: AVX2, 512: AVX-512 where the processor has it, the
+    default) and return the width now in effect; for tests and benchmarks, as every width gives the same bits."""
+    return library().fixed_gemm_set_width(bits)
+
+
+def tile_columns(m: int, n: int, k: int) -> int:
+    """The columns of the kernel tiles an [m,k] @ [k,n] product runs in: 32 (AVX-512) or 16 (AVX2); for tests."""
+    return library().fixed_gemm_tile_columns(m, n, k)
 
 
 def reference(a, b, c=None):

@@ -33,10 +33,27 @@ def test_sums_run_in_the_order_of_k_with_one_rounding_per_step():
     assert product(a, b, torch.tensor([[-1.0]])).item() == 2 ** -12 + 2 ** -13 + 2 ** -25
 
 
+@pytest.fixture(params=[256, 512])
+def width(request):
+    """The kernels' widest vectors for one test (the narrow 6x16 kernel, or also the 12x32 AVX-512 one)."""
+    if fixed_gemm.set_width(request.param) != request.param:
+        pytest.skip(f"this processor lacks AVX-512F, so the {request.param}-bit kernel cannot run here")
+    yield request.param
+    fixed_gemm.set_width(512)
+
+
+def test_wide_tiles_take_the_large_products_where_the_processor_has_avx512(width):
+    assert fixed_gemm.tile_columns(100, 100, 100) == width // 16
+    assert fixed_gemm.tile_columns(21, 24, 21) == 16   # attention's small products stay in the narrow tiles
+    assert fixed_gemm.tile_columns(11, 2479, 96) == 16
+
+
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 5, 3), (6, 256, 16), (13, 300, 37), (100, 513, 33),
                                    (97, 20, 2100), (12, 0, 5), (1, 16, 23), (2, 23, 16), (3, 9, 40), (4, 64, 8),
-                                   (5, 31, 17)])  # edge tiles of 1 to 5 rows
-def test_every_shape_and_layout_gives_the_reference_bits(m, k, n):
+                                   (5, 31, 17),  # edge tiles of 1 to 5 rows
+                                   (12, 64, 64), (13, 300, 70), (100, 513, 97), (97, 64, 2100),
+                                   (23, 65, 95)])  # 12x32 tiles, full and at the edges of 1 to 11 rows, 1 to 31 columns
+def test_every_shape_and_layout_gives_the_reference_bits(m, k, n, width):
     g = torch.Generator().manual_seed(m * 1000 + k * 10 + n)
     a, b, c = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(m, n, generator=g)
     expected, accumulated = fixed_gemm.reference(a, b), fixed_gemm.reference(a, b, c)
@@ -46,10 +63,11 @@ def test_every_shape_and_layout_gives_the_reference_bits(m, k, n):
         assert torch.equal(product(a_, b_, c), accumulated)
 
 
-def test_the_blocking_is_not_in_the_bits():
+@pytest.mark.parametrize("n", [40, 100])
+def test_the_blocking_is_not_in_the_bits(n, width):
     """k beyond one block (256) and m beyond one block of rows (96): the same bits as the chain over all of k."""
     g = torch.Generator().manual_seed(3)
-    a, b = torch.randn(200, 1000, generator=g), torch.randn(1000, 40, generator=g)
+    a, b = torch.randn(200, 1000, generator=g), torch.randn(1000, n, generator=g)
     assert torch.equal(product(a, b), fixed_gemm.reference(a, b))
     assert torch.equal(product(a[:7], b), fixed_gemm.reference(a, b)[:7])   # a row's bits do not depend on m
 
