@@ -83,12 +83,13 @@ class CodeFacts:
             return model_code(spec)
         return self.files(f"model {spec['encoder']} {spec['decoder']}", find)
 
-    def weights_files(self, spec: dict) -> list[str]:
-        """pipeline.steps.training.weights_files(spec): the trainer's and the model's files."""
+    def weights_files(self, spec: dict, fixed_products: bool) -> list[str]:
+        """pipeline.steps.training.weights_files(spec, fixed_products): the trainer's and the model's files."""
         def find():
             from pipeline.steps.training import weights_files
-            return weights_files(spec)
-        return self.files(f"weights {spec['encoder']} {spec['decoder']}", find)
+            return weights_files(spec, fixed_products)
+        kernel = " fixed-products" if fixed_products else ""
+        return self.files(f"weights {spec['encoder']} {spec['decoder']}{kernel}", find)
 
     def layout_files(self, layout: str) -> list[str]:
         """The files a table's layout function depends on (pipeline/code_deps.py)."""

@@ -33,10 +33,16 @@ def apply(mode: str, env=os.environ) -> None:
         env.setdefault(name, value)
 
 
+def fixed_products(gpus: int = 0, env=os.environ) -> bool:
+    """Whether a job given `gpus` GPUs computes with pipeline/fixed_gemm.py's products: on the CPU (none), where its
+    environment asks for them (portable-fixed's PIPELINE_GEMM=fixed, which jobs inherit from Snakemake's)."""
+    return not gpus and env.get(GEMM) == "fixed"
+
+
 def start() -> None:
     """Set up a job that computes on the CPU: the fixed-order matrix products where its environment asks for them
-    (portable-fixed's PIPELINE_GEMM=fixed)."""
-    if os.environ.get(GEMM) == "fixed":
+    (fixed_products)."""
+    if fixed_products():
         from pipeline import fixed_gemm
 
         fixed_gemm.use()

@@ -104,7 +104,8 @@ def corpus_stage(p: Params, name: str) -> Stage:
 def train_stage(p: Params, name: str) -> Stage:
     exp = p.experiments[name]
     baseline = [DVC.model_dir(exp.init)] if exp.init else []   # the baseline fine-tuned, if any
-    deps = {DVC.data(exp.corpus), *baseline, *step_files(["train"]), *weights_files(p.model_spec(name))}
+    deps = {DVC.data(exp.corpus), *baseline, *step_files(["train"]),
+            *weights_files(p.model_spec(name), fixed_products=True)}   # every scale's (cpu_math is a param)
     return Stage({"train"}, DVC.model(name), deps, ["seed", "precision", "cpu_math", *_params(exp.params_keys)],
                  [{DVC.model_dir(name): {"persist": True}}, {DVC.curves_dir(name): {"persist": True}}])
 

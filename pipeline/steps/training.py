@@ -29,12 +29,18 @@ class TrainArgs:
                                "attempt whose job failed after (e.g. at its time limit) and writes its outputs again")
 
 
-def weights_files(model_spec: dict) -> list[str]:
+# portable-fixed's matrix products (pipeline/fixed_gemm.py), which compute nothing where cpu_math is native (the GPU runs)
+FIXED_KERNEL_FILES = frozenset({"pipeline/fixed_gemm.py", "pipeline/fixed_gemm.c", "pipeline/fixed_gemm_aten.cpp"})
+
+
+def weights_files(model_spec: dict, fixed_products: bool) -> list[str]:
     """The code that defines a system's weights: the train step's own files and its model's (dvc.yaml's
-    train-<experiment> stage depends on them)."""
+    train-<experiment> stage depends on them); the fixed-order kernel's only where it computes the products
+    (cpu_math.fixed_products()), so that an edit to it trains no system of a native scale afresh."""
     from pipeline.models.registry import model_code
 
-    return sorted(set(_trainer_files()) | set(model_code(model_spec)))
+    files = set(_trainer_files()) | set(model_code(model_spec))
+    return sorted(files if fixed_products else files - FIXED_KERNEL_FILES)
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,11 +50,11 @@ def _trainer_files() -> tuple[str, ...]:
     return tuple(step_files(["train"]))
 
 
-def weights_code(model_spec: dict) -> dict[str, str]:
+def weights_code(model_spec: dict, fixed_products: bool) -> dict[str, str]:
     """weights_files with their hashes (in the run key: an edit trains the system afresh)."""
     from pipeline.code_deps import file_digests
 
-    return file_digests(weights_files(model_spec))
+    return file_digests(weights_files(model_spec, fixed_products))
 
 
 @register_step("train", TrainArgs, rules=("train",), stage="train",
@@ -59,10 +65,11 @@ def weights_code(model_spec: dict) -> dict[str, str]:
 def train(args: TrainArgs) -> None:
     import torch
 
-    from pipeline.device import require_given_gpus
+    from pipeline.device import given_gpus, require_given_gpus
 
     require_given_gpus()  # before anything is read: a GPU job whose torch sees none stops in seconds
 
+    from pipeline import cpu_math
     from pipeline.checkpoint import load_model
     from pipeline.data.token_store import Pairs, TokenArray
     from pipeline.data.vocab import Vocab
@@ -79,7 +86,7 @@ def train(args: TrainArgs) -> None:
     init_state = load_model(Path(args.init))[0].state_dict() if args.init else None
     recipe = Recipe.from_dict({**spec["recipe"], "seed": spec["seed"]}, where=f"recipe of {spec['experiment']}")
     meta = {"experiment": spec["experiment"], "model": spec["model"], "init": args.init,
-            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "code": weights_code(spec["model"])}
+            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "code": weights_code(spec["model"], cpu_math.fixed_products(given_gpus()))}
     summary = fit(model, train_data, valid, recipe, run_dir=Path(args.run_dir), out_dir=Path(args.out_dir),
                   curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress,
                   retry=args.attempt > 1)

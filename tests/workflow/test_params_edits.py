@@ -214,11 +214,12 @@ def test_plan_names_the_zh_en_jobs_with_their_reason_and_gpu_hours(built_paper):
                      rf"\({train_hours:,.1f} training, ", said, re.M), said
 
 
-def test_the_cpu_code_path_retrains_nothing_on_gpus(built_paper):
+@pytest.mark.parametrize("mode", ["portable", "portable-fixed"])
+def test_the_cpu_code_path_retrains_nothing_on_gpus(built_paper, mode):
     """cpu_math is a param of the model jobs that compute on the CPU only: at paper scale, where they run on GPUs, its
-    edit plans nothing."""
+    edit plans nothing (portable-fixed's kernel is in no GPU run's code either)."""
     ws, shared, papers = built_paper
-    roots, jobs = edited(ws, shared, papers, lambda s, p: set_key(s, "cpu_math", "portable"), scale="paper")
+    roots, jobs = edited(ws, shared, papers, lambda s, p: set_key(s, "cpu_math", mode), scale="paper")
     assert roots == {} and jobs == []
 
 

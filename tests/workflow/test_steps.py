@@ -158,9 +158,25 @@ def test_beam_search_is_in_what_decodes_not_in_what_trains():
     translate = set(step_files(["translate"]))
     assert {"pipeline/beam_search.py", "pipeline/static_search.py", "pipeline/search.py"} <= translate
     for spec in every_model_spec():
-        trains = set(weights_files(spec))
+        trains = set(weights_files(spec, fixed_products=True))
         assert "pipeline/search.py" in trains, spec
         assert not trains & {"pipeline/beam_search.py", "pipeline/static_search.py", "pipeline/translate.py"}, spec
+
+
+def test_the_fixed_kernel_is_in_the_weights_key_only_where_it_computes_the_products():
+    """portable-fixed's kernel computes nothing where cpu_math is native (the paper scale's GPU runs): an edit to it
+    trains those systems not afresh, and every CPU system of the tiny scale afresh."""
+    from pipeline import cpu_math
+    from pipeline.config import load_params
+    from pipeline.steps.training import FIXED_KERNEL_FILES, weights_files
+
+    for spec in every_model_spec():
+        assert FIXED_KERNEL_FILES <= set(weights_files(spec, fixed_products=True)), spec
+        assert not FIXED_KERNEL_FILES & set(weights_files(spec, fixed_products=False)), spec
+    for scale, fixed in (("tiny", True), ("paper", False)):
+        mode = load_params(ROOT / "params.yaml", scale=scale).cpu_math
+        assert cpu_math.fixed_products(0, cpu_math.environment(mode)) is fixed, scale
+    assert not cpu_math.fixed_products(1, cpu_math.environment("portable-fixed"))   # a GPU job's products are the GPU's
 
 
 def test_paper_slugs_appear_in_shared_code_only_in_comments():

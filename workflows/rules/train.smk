@@ -28,9 +28,11 @@ def train_spec(wildcards):
 
 
 def code_of(wildcards):
-    """The hashes of the code that defines the weights (the trainer's and the model's files): an edit reruns the job
-    (the params trigger), whose run key then differs, so it trains afresh."""
-    return file_digests(CODE_FACTS.weights_files(P.model_spec(wildcards.exp)))
+    """The hashes of the code that defines the weights (the trainer's and the model's files, the fixed-order kernel's
+    where it computes the products): an edit reruns the job (the params trigger), whose run key then differs, so it
+    trains afresh."""
+    fixed = cpu_math.fixed_products(recipe_resources("gpu")(wildcards))
+    return file_digests(CODE_FACTS.weights_files(P.model_spec(wildcards.exp), fixed))
 
 
 def launcher(wildcards, resources):
