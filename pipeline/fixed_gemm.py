@@ -3,10 +3,10 @@
 MKL's products differ in their last bits between processors on every branch but COMPATIBLE, which is 2.5-3.6x
 slower than its AVX2 branch (docs/performance.md (h), (m)). fixed_gemm.c computes each element as one chain of
 fused multiply-adds in the order of k, which IEEE 754 rounds the same way everywhere, at about the speed of MKL's
-AVX2 branch for the tiny models' shapes, or faster in AVX-512's wider vectors where the processor has them (the same
-chains, so the same bits: docs/performance.md (u)). fixed_gemm_aten.cpp makes it torch's CPU kernel of aten::mm, addmm, bmm
-and baddbmm once use() has run, so that every float32 product of the process takes it, those of autograd's
-backward too; other dtypes go on to torch's own kernels. Both are compiled on first use with the machine's
+AVX2 branch for the tiny models' shapes, or faster in AVX-512's wider vectors where the processor has them (the
+same chains, so the same bits: docs/performance.md (u)). fixed_gemm_aten.cpp makes it torch's CPU kernel of
+aten::mm, addmm, bmm and baddbmm once use() has run, so that every float32 product of the process takes it, those
+of autograd's backward too; other dtypes go on to torch's own kernels. Both are compiled on first use with the machine's
 compilers ($CC, $CXX; default cc, c++) into a cache keyed by the sources, flags and torch version.
 """
 from __future__ import annotations

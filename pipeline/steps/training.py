@@ -29,7 +29,7 @@ class TrainArgs:
                                "attempt whose job failed after (e.g. at its time limit) and writes its outputs again")
 
 
-# portable-fixed's matrix products (pipeline/fixed_gemm.py), which compute nothing where cpu_math is native (the GPU runs)
+# portable-fixed's matrix products (pipeline/fixed_gemm.py): they compute nothing on GPUs or where cpu_math is native
 FIXED_KERNEL_FILES = frozenset({"pipeline/fixed_gemm.py", "pipeline/fixed_gemm.c", "pipeline/fixed_gemm_aten.cpp"})
 
 
@@ -85,8 +85,9 @@ def train(args: TrainArgs) -> None:
     model = build_model(spec["model"], len(src_vocab), len(tgt_vocab))
     init_state = load_model(Path(args.init))[0].state_dict() if args.init else None
     recipe = Recipe.from_dict({**spec["recipe"], "seed": spec["seed"]}, where=f"recipe of {spec['experiment']}")
+    code = weights_code(spec["model"], cpu_math.fixed_products(given_gpus()))
     meta = {"experiment": spec["experiment"], "model": spec["model"], "init": args.init,
-            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "code": weights_code(spec["model"], cpu_math.fixed_products(given_gpus()))}
+            "src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "code": code}
     summary = fit(model, train_data, valid, recipe, run_dir=Path(args.run_dir), out_dir=Path(args.out_dir),
                   curves_dir=Path(args.curves_dir), meta=meta, init_state=init_state, progress=not args.no_progress,
                   retry=args.attempt > 1)
